@@ -1,0 +1,507 @@
+// The graph walk of the ONNX frontend: reads the model, checks its opset, binds input
+// shapes, turns initializers into parameter references, visits nodes in dependency order
+// and returns the graph outputs from one function.
+#include "frontend/OnnxImporter.h"
+
+#include "frontend/GraphImporter.h"
+#include "ir/MtOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "onnx/defs/parser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+#include <deque>
+
+using namespace mlir;
+
+namespace mt {
+
+namespace {
+
+/// Loads a ModelProto from binary protobuf or, for `.onnxtxt`, ONNX's text syntax.
+LogicalResult readModel(llvm::StringRef path, MLIRContext &context, onnx::ModelProto &model) {
+  Location loc = FileLineColLoc::get(&context, path, 0, 0);
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
+  if (!buffer)
+    return emitError(loc) << "cannot read " << path << ": " << buffer.getError().message();
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (path.ends_with(".onnxtxt")) {
+    onnx::Status status = onnx::OnnxParser::Parse(model, bytes.str().c_str());
+    if (!status.IsOK())
+      return emitError(loc) << "malformed ONNX text: " << status.ErrorMessage();
+    return success();
+  }
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()), static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
+    return emitError(loc) << "malformed ONNX file (truncated or not an ONNX ModelProto)";
+  return success();
+}
+
+constexpr int64_t kMinOpset = 14, kMaxOpset = 21;
+
+} // namespace
+
+llvm::Error parseInputShape(llvm::StringRef spec, ImportOptions &options) {
+  auto [name, dims] = spec.rsplit(':');
+  llvm::SmallVector<int64_t, 4> shape;
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  dims.split(parts, 'x');
+  for (llvm::StringRef part : parts) {
+    int64_t dim;
+    if (part.getAsInteger(10, dim) || dim <= 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--input-shape '" + spec.str() +
+                                         "' should be NAME:DxDx... with positive sizes");
+    shape.push_back(dim);
+  }
+  if (name.empty() || dims.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--input-shape '" + spec.str() + "' should be NAME:DxDx...");
+  options.inputShapes[name] = shape;
+  return llvm::Error::success();
+}
+
+GraphImporter::GraphImporter(MLIRContext &context, const onnx::ModelProto &model,
+                             llvm::StringRef modelPath, const ImportOptions &options)
+    : context(context), builder(&context), model(model), modelPath(modelPath.str()),
+      options(options) {}
+
+Type GraphImporter::elementType(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+    return builder.getF32Type();
+  case onnx::TensorProto::FLOAT16:
+    return builder.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return builder.getBF16Type();
+  case onnx::TensorProto::DOUBLE:
+    return builder.getF64Type();
+  case onnx::TensorProto::INT64:
+    return builder.getI64Type();
+  case onnx::TensorProto::INT32:
+    return builder.getI32Type();
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+    return builder.getI8Type();
+  case onnx::TensorProto::BOOL:
+    return builder.getI1Type();
+  default:
+    return nullptr;
+  }
+}
+
+Location GraphImporter::locationOf(llvm::StringRef name) {
+  return NameLoc::get(builder.getStringAttr(name), FileLineColLoc::get(&context, modelPath, 0, 0));
+}
+
+Shape GraphImporter::shapeOf(const ImportedValue &value) {
+  if (value.known)
+    return value.known->shape;
+  if (value.initializer)
+    return Shape(value.initializer->dims().begin(), value.initializer->dims().end());
+  return Shape(llvm::cast<RankedTensorType>(value.value.getType()).getShape());
+}
+
+int32_t GraphImporter::dataTypeOf(const ImportedValue &value) {
+  if (value.known)
+    return value.known->dataType;
+  if (value.initializer)
+    return value.initializer->data_type();
+  Type type = llvm::cast<RankedTensorType>(value.value.getType()).getElementType();
+  for (int32_t dataType : {onnx::TensorProto::FLOAT, onnx::TensorProto::FLOAT16,
+                           onnx::TensorProto::BFLOAT16, onnx::TensorProto::DOUBLE,
+                           onnx::TensorProto::INT64, onnx::TensorProto::INT32,
+                           onnx::TensorProto::INT8, onnx::TensorProto::BOOL})
+    if (elementType(dataType) == type)
+      return dataType;
+  return onnx::TensorProto::UNDEFINED;
+}
+
+std::optional<HostTensor> GraphImporter::decodeTensor(const onnx::TensorProto &tensor) {
+  HostTensor result =
+      HostTensor::zeros(tensor.data_type(), Shape(tensor.dims().begin(), tensor.dims().end()));
+  int64_t count = result.size();
+  std::string external;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::optional<std::string> bytes = readExternalData(tensor);
+    if (!bytes)
+      return std::nullopt;
+    external = std::move(*bytes);
+  }
+  const std::string &raw = external.empty() ? tensor.raw_data() : external;
+  auto fromRaw = [&](auto sample) {
+    using T = decltype(sample);
+    if (raw.size() != count * sizeof(T))
+      return false;
+    for (int64_t i = 0; i < count; ++i) {
+      T element;
+      std::memcpy(&element, raw.data() + i * sizeof(T), sizeof(T));
+      if constexpr (std::is_floating_point_v<T>)
+        result.set(i, element);
+      else
+        result.setInteger(i, static_cast<int64_t>(element));
+    }
+    return true;
+  };
+  bool ok = true;
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    ok = raw.empty() ? tensor.float_data_size() == count : fromRaw(float());
+    for (int64_t i = 0; raw.empty() && ok && i < count; ++i)
+      result.set(i, tensor.float_data(i));
+    break;
+  case onnx::TensorProto::DOUBLE:
+    ok = raw.empty() ? tensor.double_data_size() == count : fromRaw(double());
+    for (int64_t i = 0; raw.empty() && ok && i < count; ++i)
+      result.set(i, tensor.double_data(i));
+    break;
+  case onnx::TensorProto::INT64:
+    ok = raw.empty() ? tensor.int64_data_size() == count : fromRaw(int64_t());
+    for (int64_t i = 0; raw.empty() && ok && i < count; ++i)
+      result.setInteger(i, tensor.int64_data(i));
+    break;
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::BOOL:
+    if (!raw.empty()) {
+      ok = tensor.data_type() == onnx::TensorProto::INT32 ? fromRaw(int32_t())
+           : tensor.data_type() == onnx::TensorProto::INT8 ? fromRaw(int8_t())
+                                                            : fromRaw(uint8_t());
+    } else {
+      ok = tensor.int32_data_size() == count;
+      for (int64_t i = 0; ok && i < count; ++i)
+        result.setInteger(i, tensor.int32_data(i));
+    }
+    break;
+  default:
+    ok = false;
+  }
+  if (!ok)
+    return std::nullopt;
+  return result;
+}
+
+std::optional<std::string> GraphImporter::readExternalData(const onnx::TensorProto &tensor) {
+  ExternalData where = externalDataOf(tensor);
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(modelPath));
+  llvm::sys::path::append(path, where.file);
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, where.length, where.offset);
+  if (!buffer)
+    return std::nullopt;
+  return (*buffer)->getBuffer().str();
+}
+
+GraphImporter::ExternalData GraphImporter::externalDataOf(const onnx::TensorProto &tensor) {
+  ExternalData where;
+  for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
+    if (entry.key() == "location")
+      where.file = entry.value();
+    else if (entry.key() == "offset")
+      where.offset = std::strtoll(entry.value().c_str(), nullptr, 10);
+    else if (entry.key() == "length")
+      where.length = std::strtoll(entry.value().c_str(), nullptr, 10);
+  }
+  if (where.length < 0) {
+    int64_t width;
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+      width = 8;
+      break;
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+      width = 4;
+      break;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      width = 2;
+      break;
+    default:
+      width = 1;
+    }
+    where.length = numElements(Shape(tensor.dims().begin(), tensor.dims().end())) * width;
+  }
+  return where;
+}
+
+Value GraphImporter::readParameter(const onnx::TensorProto &tensor, Location loc) {
+  auto it = parameters.find(tensor.name());
+  if (it != parameters.end())
+    return it->second;
+  auto type = RankedTensorType::get(Shape(tensor.dims().begin(), tensor.dims().end()),
+                                    elementType(tensor.data_type()));
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(function);
+  auto parameter = builder.create<ParameterOp>(loc, builder.getStringAttr(tensor.name()),
+                                               TypeAttr::get(type), StringAttr(), IntegerAttr(),
+                                               IntegerAttr());
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    ExternalData where = externalDataOf(tensor);
+    parameter.setExternalFileAttr(builder.getStringAttr(where.file));
+    parameter.setOffsetAttr(builder.getI64IntegerAttr(where.offset));
+    parameter.setLengthAttr(builder.getI64IntegerAttr(where.length));
+  }
+  builder.restoreInsertionPoint(parameterReads);
+  Value read = builder.create<ParamOp>(loc, type, tensor.name());
+  parameterReads = builder.saveInsertionPoint();
+  parameters[tensor.name()] = read;
+  return read;
+}
+
+Value GraphImporter::materialize(ImportedValue &value, Location loc) {
+  if (value.value)
+    return value.value;
+  if (value.initializer) {
+    value.value = readParameter(*value.initializer, loc);
+    return value.value;
+  }
+  const HostTensor &known = *value.known;
+  auto type = RankedTensorType::get(known.shape, elementType(known.dataType));
+  DenseElementsAttr attr;
+  if (known.isFloat()) {
+    const llvm::fltSemantics &semantics =
+        llvm::cast<FloatType>(type.getElementType()).getFloatSemantics();
+    llvm::SmallVector<llvm::APFloat> elements;
+    for (double r : known.reals) {
+      llvm::APFloat element(r);
+      bool lost;
+      element.convert(semantics, llvm::APFloat::rmNearestTiesToEven, &lost);
+      elements.push_back(element);
+    }
+    attr = DenseElementsAttr::get(type, elements);
+  } else {
+    unsigned width = type.getElementTypeBitWidth();
+    llvm::SmallVector<llvm::APInt> elements;
+    for (int64_t i : known.integers)
+      elements.push_back(llvm::APInt(64, static_cast<uint64_t>(i), /*isSigned=*/true)
+                             .trunc(width));
+    attr = DenseElementsAttr::get(type, elements);
+  }
+  value.value = builder.create<ConstantOp>(loc, attr);
+  return value.value;
+}
+
+LogicalResult GraphImporter::importInitializers() {
+  for (const onnx::TensorProto &tensor : model.graph().initializer()) {
+    Location loc = locationOf(tensor.name());
+    if (!elementType(tensor.data_type()))
+      return emitError(loc) << "initializer '" << tensor.name() << "' has unsupported data type "
+                            << onnx::TensorProto::DataType_Name(
+                                   static_cast<onnx::TensorProto::DataType>(tensor.data_type()));
+    // Float initializers with more than one element are what the model trains: they become
+    // parameters, and their bytes are not read. The rest (integers, masks, scalars) fold.
+    ImportedValue imported;
+    bool isParameter = HostTensor::isFloatType(tensor.data_type()) &&
+                       numElements(Shape(tensor.dims().begin(), tensor.dims().end())) > 1;
+    if (isParameter) {
+      imported.initializer = &tensor;
+    } else {
+      imported.known = decodeTensor(tensor);
+      if (!imported.known)
+        return emitError(loc) << "initializer '" << tensor.name()
+                              << "' is not a parameter, so mt folds it, but its bytes are "
+                                 "missing, truncated or of a type mt does not fold";
+    }
+    values[tensor.name()] = std::move(imported);
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::importInputs(Location loc) {
+  llvm::SmallVector<Type> types;
+  llvm::SmallVector<std::string> names;
+  for (const onnx::ValueInfoProto &input : model.graph().input()) {
+    if (values.count(input.name()))
+      continue; // An initializer listed as input too (IR version < 4 style).
+    Location inputLoc = locationOf(input.name());
+    if (!input.type().has_tensor_type())
+      return emitError(inputLoc) << "graph input '" << input.name() << "' is not a tensor";
+    const onnx::TypeProto::Tensor &tensorType = input.type().tensor_type();
+    Type element = elementType(tensorType.elem_type());
+    if (!element)
+      return emitError(inputLoc) << "graph input '" << input.name()
+                                 << "' has unsupported data type "
+                                 << onnx::TensorProto::DataType_Name(
+                                        static_cast<onnx::TensorProto::DataType>(
+                                            tensorType.elem_type()));
+    auto bound = options.inputShapes.find(input.name());
+    Shape shape;
+    const auto &dims = tensorType.shape().dim();
+    for (int d = 0; d < dims.size(); ++d) {
+      if (dims[d].has_dim_value()) {
+        shape.push_back(dims[d].dim_value());
+        continue;
+      }
+      if (bound == options.inputShapes.end())
+        return emitError(inputLoc)
+               << "graph input '" << input.name() << "' has free dimension " << d
+               << (dims[d].has_dim_param() ? " ('" + dims[d].dim_param() + "')" : "")
+               << "; bind it with --input-shape " << input.name() << ":" << "<dims>";
+      shape.push_back(-1);
+    }
+    if (bound != options.inputShapes.end()) {
+      llvm::ArrayRef<int64_t> given = bound->second;
+      bool agrees = given.size() == shape.size();
+      for (size_t d = 0; agrees && d < shape.size(); ++d)
+        agrees = shape[d] < 0 || shape[d] == given[d];
+      if (!agrees)
+        return emitError(inputLoc) << "--input-shape " << input.name() << " "
+                                   << formatShape(given) << " does not fit the model's "
+                                   << formatShape(shape) << " (-1 is free)";
+      shape.assign(given.begin(), given.end());
+    }
+    types.push_back(RankedTensorType::get(shape, element));
+    names.push_back(input.name());
+  }
+  for (const auto &bound : options.inputShapes)
+    if (!llvm::is_contained(names, bound.getKey().str()))
+      return emitError(loc) << "--input-shape names '" << bound.getKey()
+                            << "', which is not a graph input";
+
+  builder.setInsertionPointToEnd(module->getBody());
+  function = builder.create<func::FuncOp>(loc, options.functionName,
+                                          builder.getFunctionType(types, {}));
+  Block *entry = function.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(names)) {
+    function.setArgAttr(i, "mt.name", builder.getStringAttr(name));
+    ImportedValue imported;
+    imported.value = entry->getArgument(i);
+    values[name] = imported;
+  }
+  builder.setInsertionPointToStart(entry);
+  parameterReads = builder.saveInsertionPoint();
+  return success();
+}
+
+LogicalResult GraphImporter::importNodes() {
+  const auto &nodes = model.graph().node();
+  // Kahn's algorithm: exporters emit nodes in order, but the format does not promise it.
+  llvm::StringMap<int> producer;
+  for (int n = 0; n < nodes.size(); ++n)
+    for (const std::string &output : nodes[n].output())
+      if (!output.empty())
+        producer[output] = n;
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<int>> consumers(nodes.size());
+  for (int n = 0; n < nodes.size(); ++n) {
+    for (const std::string &input : nodes[n].input()) {
+      if (input.empty() || values.count(input))
+        continue;
+      auto it = producer.find(input);
+      if (it == producer.end())
+        return emitError(locationOf(nodes[n].name()))
+               << "node '" << nodes[n].name() << "' (" << nodes[n].op_type() << ") reads '"
+               << input << "', which no node, initializer or graph input provides";
+      ++pending[n];
+      consumers[it->second].push_back(n);
+    }
+  }
+  std::deque<int> ready;
+  for (int n = 0; n < nodes.size(); ++n)
+    if (pending[n] == 0)
+      ready.push_back(n);
+  int visited = 0;
+  while (!ready.empty()) {
+    int n = ready.front();
+    ready.pop_front();
+    ++visited;
+    const onnx::NodeProto &node = nodes[n];
+    std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(n) : node.name();
+    Location loc = locationOf(name);
+    if (failed(importNode(*this, node, loc)))
+      return failure();
+    for (int consumer : consumers[n])
+      if (--pending[consumer] == 0)
+        ready.push_back(consumer);
+  }
+  if (visited != nodes.size()) {
+    for (int n = 0; n < nodes.size(); ++n)
+      if (pending[n] > 0)
+        return emitError(locationOf(nodes[n].name()))
+               << "node '" << nodes[n].name() << "' (" << nodes[n].op_type()
+               << ") is on a cycle: the graph is not a DAG";
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::importOutputs(Location loc) {
+  llvm::SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &output : model.graph().output()) {
+    auto it = values.find(output.name());
+    Location outputLoc = locationOf(output.name());
+    if (it == values.end())
+      return emitError(outputLoc) << "graph output '" << output.name()
+                                  << "' is not produced by any node";
+    Value value = materialize(it->second, outputLoc);
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    if (output.type().has_tensor_type()) {
+      const onnx::TypeProto::Tensor &declared = output.type().tensor_type();
+      Type element = elementType(declared.elem_type());
+      bool agrees = !element || element == type.getElementType();
+      if (declared.has_shape()) {
+        agrees &= declared.shape().dim_size() == type.getRank();
+        for (int d = 0; agrees && d < declared.shape().dim_size(); ++d)
+          agrees = !declared.shape().dim(d).has_dim_value() ||
+                   declared.shape().dim(d).dim_value() == type.getDimSize(d);
+      }
+      if (!agrees)
+        return emitError(outputLoc) << "graph output '" << output.name() << "' is declared "
+                                    << onnx::TensorProto::DataType_Name(
+                                           static_cast<onnx::TensorProto::DataType>(
+                                               declared.elem_type()))
+                                    << " with " << declared.shape().dim_size()
+                                    << " dimensions but computes " << type;
+    }
+    results.push_back(value);
+  }
+  builder.create<func::ReturnOp>(loc, results);
+  function.setFunctionType(
+      builder.getFunctionType(function.getArgumentTypes(), ValueRange(results).getTypes()));
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::import() {
+  Location loc = FileLineColLoc::get(&context, modelPath, 0, 0);
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (set.domain().empty() || set.domain() == "ai.onnx")
+      opset = set.version();
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    emitError(loc) << "the model's default-domain opset is "
+                   << (opset ? std::to_string(opset) : std::string("missing")) << "; mt supports "
+                   << kMinOpset << " to " << kMaxOpset;
+    return nullptr;
+  }
+  if (!model.has_graph() || model.graph().output_size() == 0) {
+    emitError(loc) << "the model has no graph outputs";
+    return nullptr;
+  }
+  module = ModuleOp::create(loc);
+  (*module)->setAttr("mt.source", builder.getStringAttr(modelPath));
+  (*module)->setAttr("mt.opset", builder.getI64IntegerAttr(opset));
+  if (failed(importInitializers()) || failed(importInputs(loc)) || failed(importNodes()) ||
+      failed(importOutputs(loc)))
+    return nullptr;
+  if (failed(verify(*module)))
+    return nullptr;
+  return std::move(module);
+}
+
+OwningOpRef<ModuleOp> importOnnxModel(llvm::StringRef path, MLIRContext &context,
+                                      const ImportOptions &options) {
+  context.loadDialect<MTDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  if (failed(readModel(path, context, model)))
+    return nullptr;
+  return GraphImporter(context, model, path, options).import();
+}
+
+} // namespace mt

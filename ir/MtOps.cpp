@@ -1,0 +1,327 @@
+// Verifiers and folders of the mt ops: every shape is checked against ir/ShapeRules.
+#include "ir/MtOps.h"
+
+#include "ir/ShapeRules.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mt;
+
+namespace {
+
+llvm::ArrayRef<int64_t> shapeOf(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+/// Compares the op's result with the shape its rule computes.
+LogicalResult verifyResultShape(Operation *op, FailureOr<Shape> expected) {
+  if (failed(expected))
+    return failure();
+  llvm::ArrayRef<int64_t> actual = shapeOf(op->getResult(0));
+  if (actual != llvm::ArrayRef<int64_t>(*expected))
+    return op->emitOpError("result shape ")
+           << formatShape(actual) << " should be " << formatShape(*expected);
+  return success();
+}
+
+LogicalResult verifySameElementType(Operation *op, llvm::ArrayRef<Value> values) {
+  Type expected = getElementTypeOrSelf(op->getResult(0).getType());
+  for (Value value : values)
+    if (getElementTypeOrSelf(value.getType()) != expected)
+      return op->emitOpError("operand element type ")
+             << getElementTypeOrSelf(value.getType()) << " differs from result's " << expected;
+  return success();
+}
+
+/// A per-channel vector (norm weight or bias) must be [size of the last axis].
+LogicalResult verifyChannelVector(Operation *op, Value vector, StringRef what) {
+  int64_t channels = shapeOf(op->getOperand(0)).back();
+  if (shapeOf(vector) != llvm::ArrayRef<int64_t>{channels})
+    return op->emitOpError() << what << " " << formatShape(shapeOf(vector)) << " must be ["
+                             << channels << "]";
+  return success();
+}
+
+LogicalResult verifyNorm(Operation *op, llvm::ArrayRef<Value> channelVectors, double epsilon) {
+  if (shapeOf(op->getOperand(0)).empty())
+    return op->emitOpError("normalizes the last axis, so its input needs rank 1 or more");
+  if (epsilon < 0)
+    return op->emitOpError("epsilon must not be negative");
+  for (Value vector : channelVectors)
+    if (failed(verifyChannelVector(op, vector, "weight/bias")))
+      return failure();
+  if (failed(verifySameElementType(op, channelVectors)))
+    return failure();
+  return verifyResultShape(op, Shape(shapeOf(op->getOperand(0))));
+}
+
+LogicalResult verifyReduce(Operation *op, llvm::ArrayRef<int64_t> axes, bool keepDims) {
+  return verifyResultShape(op, reduceShape(shapeOf(op->getOperand(0)), axes, keepDims,
+                                           [&] { return op->emitOpError(); }));
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParameterOp::verify() {
+  bool external = getExternalFile().has_value();
+  if (external != getOffset().has_value() || external != getLength().has_value())
+    return emitOpError("external_file, offset and length come together");
+  if (!external)
+    return success();
+  RankedTensorType type = getTensorType();
+  int64_t bytes = numElements(type.getShape()) *
+                  static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+  if (*getOffset() < 0 || *getLength() != bytes)
+    return emitOpError("external data of ")
+           << *getLength() << " bytes at offset " << *getOffset() << " does not hold " << type
+           << " (" << bytes << " bytes)";
+  return success();
+}
+
+LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto parameter = symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getNameAttr());
+  if (!parameter)
+    return emitOpError("reads ") << getNameAttr() << ", which is not an mt.parameter";
+  if (parameter.getType() != getType())
+    return emitOpError("type ") << getType() << " differs from parameter's "
+                                << parameter.getType();
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+Operation *MTDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                          Location loc) {
+  auto elements = llvm::dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return builder.create<ConstantOp>(loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
+           << getApproximate() << "\"";
+  return success();
+}
+
+LogicalResult WhereOp::verify() {
+  return verifySameElementType(*this, {getTrueValue(), getFalseValue()});
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceSumOp::verify() { return verifyReduce(*this, getAxes(), getKeepdims()); }
+LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this, getAxes(), getKeepdims()); }
+LogicalResult ReduceMaxOp::verify() { return verifyReduce(*this, getAxes(), getKeepdims()); }
+
+LogicalResult SoftmaxOp::verify() {
+  if (getAxis() < 0 || getAxis() >= getType().getRank())
+    return emitOpError("axis ") << getAxis() << " is out of range for rank "
+                                << getType().getRank();
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyNorm(*this, {getWeight()}, getEpsilon().convertToDouble());
+}
+
+LogicalResult LayerNormOp::verify() {
+  llvm::SmallVector<Value, 2> vectors{getWeight()};
+  if (getBias())
+    vectors.push_back(getBias());
+  return verifyNorm(*this, vectors, getEpsilon().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer blocks
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  if (failed(verifySameElementType(*this, {getLhs(), getRhs()})))
+    return failure();
+  return verifyResultShape(*this, matmulShape(shapeOf(getLhs()), shapeOf(getRhs()),
+                                              getTransposeLhs(), getTransposeRhs(),
+                                              [&] { return emitOpError(); }));
+}
+
+namespace {
+
+/// For a transpose that moves its input's last axis to the second-to-last place, the same
+/// transpose without that swap (null when that is the identity, so the input itself serves):
+/// transpose(x, perm) is swap_last_two(transpose(x, perm')).
+std::optional<Value> unswappedTranspose(Value value, PatternRewriter &rewriter) {
+  auto transpose = value.getDefiningOp<TransposeOp>();
+  if (!transpose)
+    return std::nullopt;
+  llvm::SmallVector<int64_t> perm(transpose.getPermutation());
+  int64_t n = perm.size();
+  if (n < 2 || perm[n - 2] != n - 1)
+    return std::nullopt;
+  std::swap(perm[n - 2], perm[n - 1]);
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, n)))
+    return transpose.getInput();
+  llvm::SmallVector<int64_t> shape(transpose.getType().getShape());
+  std::swap(shape[n - 2], shape[n - 1]);
+  return rewriter
+      .create<TransposeOp>(transpose.getLoc(),
+                           RankedTensorType::get(shape, transpose.getType().getElementType()),
+                           transpose.getInput(), rewriter.getDenseI64ArrayAttr(perm))
+      .getResult();
+}
+
+/// Exporters write x @ W^T and q @ k^T as a Transpose feeding MatMul (k's often composed
+/// with the head transpose); the flag is the form that kernels and raising patterns take.
+struct AbsorbTransposes : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MatmulOp matmul, PatternRewriter &rewriter) const override {
+    std::optional<Value> lhs = unswappedTranspose(matmul.getLhs(), rewriter);
+    std::optional<Value> rhs = unswappedTranspose(matmul.getRhs(), rewriter);
+    if (!lhs && !rhs)
+      return failure();
+    rewriter.replaceOpWithNewOp<MatmulOp>(
+        matmul, matmul.getType(), lhs.value_or(matmul.getLhs()), rhs.value_or(matmul.getRhs()),
+        matmul.getTransposeLhs() != lhs.has_value(), matmul.getTransposeRhs() != rhs.has_value());
+    return success();
+  }
+};
+
+} // namespace
+
+void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<AbsorbTransposes>(context);
+}
+
+LogicalResult LinearOp::verify() {
+  llvm::SmallVector<Value, 3> operands{getInput(), getWeight()};
+  std::optional<llvm::ArrayRef<int64_t>> bias;
+  if (getBias()) {
+    operands.push_back(getBias());
+    bias = shapeOf(getBias());
+  }
+  if (failed(verifySameElementType(*this, operands)))
+    return failure();
+  return verifyResultShape(*this, linearShape(shapeOf(getInput()), shapeOf(getWeight()), bias,
+                                              getTransposeWeight(),
+                                              [&] { return emitOpError(); }));
+}
+
+LogicalResult EmbeddingOp::verify() {
+  if (getTable().getType().getRank() != 2)
+    return emitOpError("table must be [vocabulary, width], got ")
+           << formatShape(shapeOf(getTable()));
+  if (failed(verifySameElementType(*this, {getTable()})))
+    return failure();
+  Shape expected(shapeOf(getIndices()));
+  expected.push_back(shapeOf(getTable())[1]);
+  return verifyResultShape(*this, expected);
+}
+
+LogicalResult RopeOp::verify() {
+  llvm::ArrayRef<int64_t> input = shapeOf(getInput());
+  if (input.empty() || input.back() % 2 != 0)
+    return emitOpError("rotates halves of the last axis, which must be even, got ")
+           << formatShape(input);
+  for (Value table : {getCos(), getSin()})
+    if (!broadcastsTo(shapeOf(table), input))
+      return emitOpError("cos/sin ") << formatShape(shapeOf(table))
+                                     << " do not broadcast to the input " << formatShape(input);
+  if (failed(verifySameElementType(*this, {getInput(), getCos(), getSin()})))
+    return failure();
+  return verifyResultShape(*this, Shape(input));
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifySameElementType(*this, {getQuery(), getKey(), getValue()})))
+    return failure();
+  return verifyResultShape(*this, attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
+                                                 shapeOf(getValue()), getCausal(),
+                                                 [&] { return emitOpError(); }));
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  llvm::ArrayRef<int64_t> logits = shapeOf(getLogits());
+  if (logits.empty() || logits.drop_back() != shapeOf(getTargets()))
+    return emitOpError("targets ") << formatShape(shapeOf(getTargets()))
+                                   << " must be the logits' shape " << formatShape(logits)
+                                   << " without its last (vocabulary) axis";
+  return verifyResultShape(*this, Shape{});
+}
+
+//===----------------------------------------------------------------------===//
+// Views and data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  if (numElements(shapeOf(getInput())) != numElements(getType().getShape()))
+    return emitOpError("cannot reshape ") << formatShape(shapeOf(getInput())) << " into "
+                                          << formatShape(getType().getShape());
+  return verifySameElementType(*this, {getInput()});
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput()})))
+    return failure();
+  return verifyResultShape(*this, transposeShape(shapeOf(getInput()), getPermutation(),
+                                                 [&] { return emitOpError(); }));
+}
+
+LogicalResult SliceOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput()})))
+    return failure();
+  return verifyResultShape(*this, sliceShape(shapeOf(getInput()), getStarts(), getLimits(),
+                                             getStrides(), [&] { return emitOpError(); }));
+}
+
+LogicalResult ConcatOp::verify() {
+  llvm::SmallVector<Shape> shapes;
+  for (Value input : getInputs())
+    shapes.emplace_back(shapeOf(input));
+  llvm::SmallVector<Value> inputs(getInputs());
+  if (failed(verifySameElementType(*this, inputs)))
+    return failure();
+  return verifyResultShape(*this, concatShape(shapes, getAxis(), [&] { return emitOpError(); }));
+}
+
+LogicalResult ExpandOp::verify() {
+  if (!broadcastsTo(shapeOf(getInput()), getType().getShape()))
+    return emitOpError("cannot broadcast ") << formatShape(shapeOf(getInput())) << " to "
+                                            << formatShape(getType().getShape());
+  return verifySameElementType(*this, {getInput()});
+}
+
+LogicalResult GatherOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput()})))
+    return failure();
+  return verifyResultShape(*this, gatherShape(shapeOf(getInput()), shapeOf(getIndices()),
+                                              getAxis(), [&] { return emitOpError(); }));
+}
+
+#define GET_OP_CLASSES
+#include "ir/MtOps.cpp.inc"

@@ -1,0 +1,454 @@
+// Graph-level ops of the mt dialect: what the ONNX frontend produces and the raising
+// passes fuse. Shapes are static; verifiers check them so that a bad rewrite fails early.
+#ifndef MT_OPS_TD
+#define MT_OPS_TD
+
+include "ir/MtDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def MT_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
+def MT_IndexTensor : RankedTensorOf<[I32, I64]>;
+def MT_BoolTensor : RankedTensorOf<[I1]>;
+def MT_Tensor : RankedTensorOf<[F16, BF16, F32, F64, I1, I8, I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def MT_ParameterOp : MT_Op<"parameter", [Symbol]> {
+  let summary = "a trained parameter, held in host memory, referring to its initial bytes";
+  let description = [{
+    Declares one trained tensor of the model. The compiler never reads its bytes: it records
+    where they are. With `external_file`, the initial value is `length` bytes at `offset` in
+    that file (a path relative to the model's folder); without it, the bytes are inline in the
+    model file named by the module's `mt.source` attribute, under the initializer of the same
+    name. An initializer used by several nodes (tied embeddings) is one parameter.
+
+    ```mlir
+    mt.parameter @"wte.weight" : tensor<96x32xf32>
+    mt.parameter @"h.0.mlp.w" : tensor<32x128xf32> {external_file = "model.onnx.data", length = 16384 : i64, offset = 4096 : i64}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<MT_FloatTensor>:$type,
+                       OptionalAttr<StrAttr>:$external_file, OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<I64Attr>:$length);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def MT_ParamOp : MT_Op<"param",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a parameter declared by mt.parameter";
+  let description = [{
+    The value of a parameter inside a function. Its type must be the parameter's type.
+
+    ```mlir
+    %w = mt.param @"wte.weight" : tensor<96x32xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def MT_ConstantOp : MT_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a small constant tensor (masks, scales, shapes) folded at compile time";
+  let description = [{
+    ```mlir
+    %eps = mt.constant dense<1.0e-05> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class MT_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : MT_Op<mnemonic, !listconcat(traits,
+          [Pure, ResultsBroadcastableShape, SameOperandsAndResultElementType])> {
+  let description = [{
+    Elementwise with numpy broadcasting; operands and result share the element type.
+
+    ```mlir
+    %0 = mt.}] # mnemonic # [{ %a, %b : (tensor<2x16x32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins MT_Tensor:$lhs, MT_Tensor:$rhs);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def MT_AddOp : MT_BinaryOp<"add", [Commutative]> { let summary = "elementwise lhs + rhs"; }
+def MT_SubOp : MT_BinaryOp<"sub"> { let summary = "elementwise lhs - rhs"; }
+def MT_MulOp : MT_BinaryOp<"mul", [Commutative]> { let summary = "elementwise lhs * rhs"; }
+def MT_DivOp : MT_BinaryOp<"div"> { let summary = "elementwise lhs / rhs"; }
+def MT_PowOp : MT_BinaryOp<"pow"> { let summary = "elementwise lhs ** rhs"; }
+
+class MT_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : MT_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let description = [{
+    Elementwise on a float tensor.
+
+    ```mlir
+    %0 = mt.}] # mnemonic # [{ %x : tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def MT_NegOp : MT_UnaryOp<"neg"> { let summary = "elementwise -x"; }
+def MT_SqrtOp : MT_UnaryOp<"sqrt"> { let summary = "elementwise square root"; }
+def MT_RsqrtOp : MT_UnaryOp<"rsqrt"> { let summary = "elementwise 1 / sqrt(x)"; }
+def MT_ReciprocalOp : MT_UnaryOp<"reciprocal"> { let summary = "elementwise 1 / x"; }
+def MT_ExpOp : MT_UnaryOp<"exp"> { let summary = "elementwise e ** x"; }
+def MT_LogOp : MT_UnaryOp<"log"> { let summary = "elementwise natural logarithm"; }
+def MT_TanhOp : MT_UnaryOp<"tanh"> { let summary = "elementwise hyperbolic tangent"; }
+def MT_ErfOp : MT_UnaryOp<"erf"> { let summary = "elementwise Gauss error function"; }
+def MT_SigmoidOp : MT_UnaryOp<"sigmoid"> { let summary = "elementwise 1 / (1 + e ** -x)"; }
+def MT_ReluOp : MT_UnaryOp<"relu"> { let summary = "elementwise max(x, 0)"; }
+def MT_CosOp : MT_UnaryOp<"cos"> { let summary = "elementwise cosine"; }
+def MT_SinOp : MT_UnaryOp<"sin"> { let summary = "elementwise sine"; }
+def MT_SiluOp : MT_UnaryOp<"silu"> { let summary = "x * sigmoid(x), the SwiGLU gate"; }
+
+def MT_GeluOp : MT_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit, exact (erf) or tanh-approximated";
+  let description = [{
+    `approximate = "none"` is x * (1 + erf(x / sqrt 2)) / 2; `"tanh"` is
+    x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2.
+
+    ```mlir
+    %0 = mt.gelu %x approximate = "tanh" : tensor<2x16x128xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def MT_WhereOp : MT_Op<"where", [Pure, ResultsBroadcastableShape]> {
+  let summary = "elementwise select: condition ? true_value : false_value";
+  let description = [{
+    ```mlir
+    %0 = mt.where %mask, %s, %ninf : (tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins MT_BoolTensor:$condition, MT_Tensor:$true_value, MT_Tensor:$false_value);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $true_value `,` $false_value attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def MT_CastOp : MT_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "converts each element to the result's element type";
+  let description = [{
+    ```mlir
+    %0 = mt.cast %ids : tensor<2x16xi32> -> tensor<2x16xi64>
+    ```
+  }];
+  let arguments = (ins MT_Tensor:$input);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+class MT_ReduceOp<string mnemonic> : MT_Op<mnemonic, [Pure]> {
+  let description = [{
+    Reduces over `axes` (non-negative, ascending); `keepdims` keeps them as size 1.
+
+    ```mlir
+    %0 = mt.}] # mnemonic # [{ %x axes = [2] keepdims : tensor<2x16x32xf32> -> tensor<2x16x1xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, DenseI64ArrayAttr:$axes, UnitAttr:$keepdims);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes (`keepdims` $keepdims^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def MT_ReduceSumOp : MT_ReduceOp<"reduce_sum"> { let summary = "sum over axes"; }
+def MT_ReduceMeanOp : MT_ReduceOp<"reduce_mean"> { let summary = "mean over axes"; }
+def MT_ReduceMaxOp : MT_ReduceOp<"reduce_max"> { let summary = "maximum over axes"; }
+
+def MT_SoftmaxOp : MT_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax along one axis";
+  let description = [{
+    ```mlir
+    %0 = mt.softmax %s axis = 3 : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def MT_RmsNormOp : MT_Op<"rms_norm", [Pure]> {
+  let summary = "root-mean-square normalization over the last axis, times weight";
+  let description = [{
+    input * rsqrt(mean(input ** 2, -1) + epsilon) * weight; weight has the last axis' size.
+
+    ```mlir
+    %0 = mt.rms_norm %x, %w epsilon = 1.0e-06 : (tensor<2x16x32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, MT_FloatTensor:$weight, F64Attr:$epsilon);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `epsilon` `=` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def MT_LayerNormOp : MT_Op<"layer_norm", [Pure]> {
+  let summary = "layer normalization over the last axis, times weight, plus bias";
+  let description = [{
+    (input - mean) * rsqrt(variance + epsilon) * weight + bias over the last axis; the
+    variance is the biased one. weight and bias have the last axis' size; bias is optional.
+
+    ```mlir
+    %0 = mt.layer_norm %x, %w, %b epsilon = 1.0e-05 : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, MT_FloatTensor:$weight,
+                       Optional<MT_FloatTensor>:$bias, F64Attr:$epsilon);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `epsilon` `=` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer blocks
+//===----------------------------------------------------------------------===//
+
+def MT_MatmulOp : MT_Op<"matmul", [Pure]> {
+  let summary = "batched matrix product with optional transposes of the last two axes";
+  let description = [{
+    op(lhs) @ op(rhs) where op transposes the last two axes when its flag is set; leading
+    (batch) axes broadcast. Both operands have rank 2 or more.
+
+    ```mlir
+    %0 = mt.matmul %q, %k transpose_rhs : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$lhs, MT_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;  let hasCanonicalizer = 1;
+}
+
+def MT_LinearOp : MT_Op<"linear", [Pure]> {
+  let summary = "input @ weight (+ bias): a projection by a parameter";
+  let description = [{
+    input [..., K]; weight [K, N], or [N, K] with `transpose_weight` (torch's nn.Linear and
+    Gemm's transB); bias [N], optional. Result [..., N].
+
+    ```mlir
+    %0 = mt.linear %x, %w, %b transpose_weight : (tensor<2x16x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<2x16x96xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, MT_FloatTensor:$weight,
+                       Optional<MT_FloatTensor>:$bias, UnitAttr:$transpose_weight);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? (`transpose_weight` $transpose_weight^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def MT_EmbeddingOp : MT_Op<"embedding", [Pure]> {
+  let summary = "rows of a table selected by integer ids";
+  let description = [{
+    table [V, D], ids [...] -> [..., D].
+
+    ```mlir
+    %0 = mt.embedding %wte, %ids : (tensor<96x32xf32>, tensor<2x16xi64>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$table, MT_IndexTensor:$indices);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = "$table `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def MT_RopeOp : MT_Op<"rope", [Pure]> {
+  let summary = "rotary position embedding in the rotate-half form";
+  let description = [{
+    input * cos + rotate_half(input) * sin, where rotate_half(x) = concat(-x[..., D/2:],
+    x[..., :D/2]) on the last axis (size D, even). cos and sin broadcast to the input.
+
+    ```mlir
+    %0 = mt.rope %q, %cos, %sin : (tensor<2x4x16x8xf32>, tensor<1x1x16x8xf32>, tensor<1x1x16x8xf32>) -> tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, MT_FloatTensor:$cos, MT_FloatTensor:$sin);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def MT_AttentionOp : MT_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention with grouped-query heads";
+  let description = [{
+    softmax(scale * query @ key^T + mask) @ value, where the mask hides future positions
+    when `causal` is set. query [B, Hq, T, D], key [B, Hkv, S, D], value [B, Hkv, S, Dv]:
+    Hkv divides Hq and query head h reads key/value head h / (Hq / Hkv). Result [B, Hq, T, Dv].
+
+    ```mlir
+    %0 = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$query, MT_FloatTensor:$key, MT_FloatTensor:$value,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `scale` `=` $scale (`causal` $causal^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def MT_CrossEntropyOp : MT_Op<"cross_entropy", [Pure]> {
+  let summary = "mean softmax cross-entropy of logits against integer targets";
+  let description = [{
+    logits [..., V], targets [...] -> a scalar: the mean over all positions of
+    logsumexp(logits) - logits[target].
+
+    ```mlir
+    %0 = mt.cross_entropy %logits, %targets : (tensor<2x16x96xf32>, tensor<2x16xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$logits, MT_IndexTensor:$targets);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Views and data movement
+//===----------------------------------------------------------------------===//
+
+def MT_ReshapeOp : MT_Op<"reshape", [Pure]> {
+  let summary = "the same elements in a new static shape";
+  let description = [{
+    ```mlir
+    %0 = mt.reshape %x : tensor<2x16x32xf32> -> tensor<2x16x4x8xf32>
+    ```
+  }];
+  let arguments = (ins MT_Tensor:$input);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def MT_TransposeOp : MT_Op<"transpose", [Pure]> {
+  let summary = "permutes axes: result axis i is input axis permutation[i]";
+  let description = [{
+    ```mlir
+    %0 = mt.transpose %x permutation = [0, 2, 1, 3] : tensor<2x16x4x8xf32> -> tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins MT_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = [{
+    $input `permutation` `=` $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def MT_SliceOp : MT_Op<"slice", [Pure]> {
+  let summary = "a strided window: per axis, elements starts[i], starts[i] + strides[i], ... < limits[i]";
+  let description = [{
+    One entry per axis, all normalized (0 <= start <= limit <= size, stride >= 1).
+
+    ```mlir
+    %0 = mt.slice %x starts = [0, 0, 0, 4] limits = [2, 4, 16, 8] strides = [1, 1, 1, 1] : tensor<2x4x16x8xf32> -> tensor<2x4x16x4xf32>
+    ```
+  }];
+  let arguments = (ins MT_Tensor:$input, DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$limits,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = [{
+    $input `starts` `=` $starts `limits` `=` $limits `strides` `=` $strides attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def MT_ConcatOp : MT_Op<"concat", [Pure]> {
+  let summary = "joins tensors along one axis";
+  let description = [{
+    ```mlir
+    %0 = mt.concat %a, %b axis = 3 : (tensor<2x4x16x4xf32>, tensor<2x4x16x4xf32>) -> tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<MT_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = "$inputs `axis` `=` $axis attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def MT_ExpandOp : MT_Op<"expand", [Pure]> {
+  let summary = "broadcasts a tensor to the result's shape (numpy rules)";
+  let description = [{
+    ```mlir
+    %0 = mt.expand %k : tensor<2x2x1x16x8xf32> -> tensor<2x2x2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins MT_Tensor:$input);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def MT_GatherOp : MT_Op<"gather", [Pure]> {
+  let summary = "selects slices along one axis by integer indices (ONNX Gather)";
+  let description = [{
+    Result shape: input[:axis] + indices + input[axis + 1:].
+
+    ```mlir
+    %0 = mt.gather %x, %i axis = 1 : (tensor<2x16x32xf32>, tensor<4xi64>) -> tensor<2x4x32xf32>
+    ```
+  }];
+  let arguments = (ins MT_Tensor:$input, MT_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs MT_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // MT_OPS_TD

@@ -1,0 +1,22 @@
+// Pass constructors (generated from Passes.td) and the pipelines that group them.
+#ifndef MT_PASSES_PASSES_H
+#define MT_PASSES_PASSES_H
+
+#include "ir/MtOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mt {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+/// Raises the primitive chains of an imported graph to fused ops (`mt-raise`).
+void buildRaisePassPipeline(mlir::OpPassManager &pm);
+
+/// Registers every mt pass and pipeline with the global registry, for mt-opt and mtc.
+void registerPassesAndPipelines();
+
+} // namespace mt
+
+#endif // MT_PASSES_PASSES_H

@@ -1,0 +1,98 @@
+// Passes of the mt compiler. Raising passes turn the primitive chains that ONNX exporters
+// emit into the fused ops whose kernels and gradient rules mt knows.
+#ifndef MT_PASSES_TD
+#define MT_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def RaiseEmbeddingPass : Pass<"mt-raise-embedding", "mlir::ModuleOp"> {
+  let summary = "Gather rows of a parameter by token ids -> mt.embedding";
+  let description = [{
+    Before: `mt.gather %table, %ids axis = 0` where %table is an `mt.param` of rank 2 and %ids
+    are integers. After: `mt.embedding %table, %ids`, whose backward is a scatter-add into the
+    table. Gathers of computed values or along other axes stay as they are.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def RaiseLinearPass : Pass<"mt-raise-linear", "mlir::ModuleOp"> {
+  let summary = "Matmul by a parameter (plus a bias parameter) -> mt.linear";
+  let description = [{
+    Before: `mt.matmul %x, %w` (or with `transpose_rhs`, as canonicalization leaves
+    `x @ transpose(W)`) where %w is a rank-2 `mt.param`, optionally followed by `mt.add` of a
+    rank-1 `mt.param` bias of the output width (either operand order, as Gemm and torch's
+    exporter write it). After: `mt.linear %x, %w[, %b] [transpose_weight]`. Matmuls of two
+    activations (attention scores) stay matmuls.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def RaiseRmsNormPass : Pass<"mt-raise-rms-norm", "mlir::ModuleOp"> {
+  let summary = "x * rsqrt(mean(x^2) + eps) * w -> mt.rms_norm";
+  let description = [{
+    Before: the chain `pow(x, 2)` (or `x * x`), `reduce_mean` over the last axis with
+    keepdims, `add` of a scalar epsilon, then one of `rsqrt`, `reciprocal(sqrt)`,
+    `div(1, sqrt)` multiplied into x, or `div(x, sqrt)`, and finally a product with a weight
+    of the last axis' size. After: `mt.rms_norm %x, %w epsilon = eps`. A chain that reduces
+    another axis, has no scalar epsilon or no weight is left alone.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def RaiseLayerNormPass : Pass<"mt-raise-layer-norm", "mlir::ModuleOp"> {
+  let summary = "(x - mean) / sqrt(var + eps) * w + b -> mt.layer_norm";
+  let description = [{
+    Before: `d = x - reduce_mean(x)` over the last axis, `var = reduce_mean(d^2)`, the
+    normalization `d / sqrt(var + eps)` (or times rsqrt/reciprocal), a product with a weight
+    and an optional sum with a bias, both of the last axis' size. After:
+    `mt.layer_norm %x, %w[, %b] epsilon = eps`. ONNX LayerNormalization is imported as
+    mt.layer_norm directly.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def RaiseGeluPass : Pass<"mt-raise-gelu", "mlir::ModuleOp"> {
+  let summary = "the erf and tanh forms of GELU -> mt.gelu";
+  let description = [{
+    Before: a product of x, 0.5 and `1 + erf(x / sqrt 2)` (division by sqrt 2 or product by
+    its reciprocal) in any association, or of x, 0.5 and
+    `1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))`. After: `mt.gelu %x` with
+    `approximate = "none"` or `"tanh"`. Constants that differ from these are not raised.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def RaiseSiluPass : Pass<"mt-raise-silu", "mlir::ModuleOp"> {
+  let summary = "x * sigmoid(x) -> mt.silu";
+  let description = [{
+    Before: `mt.mul %x, (mt.sigmoid %x)` in either operand order. After: `mt.silu %x`; the
+    SwiGLU product `silu(gate) * up` stays an `mt.mul` of the two.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def RaiseRopePass : Pass<"mt-raise-rope", "mlir::ModuleOp"> {
+  let summary = "x * cos + rotate_half(x) * sin -> mt.rope";
+  let description = [{
+    Before: `add(mul(x, cos), mul(concat(neg(x[..., D/2:]), x[..., :D/2]), sin))` in any
+    operand order, the halves taken by `mt.slice` of the last axis. After:
+    `mt.rope %x, %cos, %sin`. Rotations of other splits (interleaved pairs) stay as they are.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def RaiseAttentionPass : Pass<"mt-raise-attention", "mlir::ModuleOp"> {
+  let summary = "softmax(q k^T * scale + causal mask) v -> mt.attention";
+  let description = [{
+    Before: `mt.matmul %q, %k transpose_rhs`, an optional scale (`mul` or `div` by a scalar
+    constant), an optional causal mask (`add` of a constant with 0 on and below the diagonal
+    and a large negative value above it, or `where` of a constant lower-triangular condition
+    with a large negative fill), `softmax` over the last axis and a `matmul` by %v. Keys and
+    values repeated for grouped-query heads (`reshape`, `expand`, `reshape`) are traced back
+    to their unrepeated heads. After: `mt.attention %q, %k, %v scale = s [causal]`. A mask
+    that is not causal keeps the chain as it is.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+#endif // MT_PASSES_TD

@@ -1,0 +1,45 @@
+// The pass pipelines of mt and their registration, so mt-opt and mtc run them by name.
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace mt {
+
+namespace {
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+} // namespace
+
+void buildRaisePassPipeline(OpPassManager &pm) {
+  // Canonicalization first: it folds transposes into matmul flags and chains of reshapes into
+  // one, the forms that the linear and attention patterns look for.
+  pm.addPass(createCanonicalizerPass());
+  // Parameter-driven patterns next: they only look at which operand is an mt.param.
+  pm.addPass(createRaiseEmbeddingPass());
+  pm.addPass(createRaiseLinearPass());
+  // LayerNorm before RMSNorm: its centered input, (x - mean) / sqrt(mean((x - mean)^2) + eps),
+  // also reads as the RMSNorm of x - mean. Norms before activations: a norm's weight product
+  // must not be mistaken for a factor of an activation's product tree.
+  pm.addPass(createRaiseLayerNormPass());
+  pm.addPass(createRaiseRmsNormPass());
+  pm.addPass(createRaiseGeluPass());
+  pm.addPass(createRaiseSiluPass());
+  // RoPE before attention: attention's keys are traced back through the repeat of
+  // grouped-query heads to whatever produced them, by then an mt.rope.
+  pm.addPass(createRaiseRopePass());
+  pm.addPass(createRaiseAttentionPass());
+  // Constants and views that only the raised chains used are now dead or duplicated.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void registerPassesAndPipelines() {
+  registerMTPasses();
+  PassPipelineRegistration<>("mt-raise",
+                             "Raise the primitive chains of an imported ONNX graph to fused ops",
+                             buildRaisePassPipeline);
+}
+
+} // namespace mt
