@@ -16,6 +16,12 @@ from onnx import TensorProto, helper, numpy_helper
 VOCAB, HIDDEN, LAYERS, SEQ, BATCH = 96, 32, 2, 16, 2
 SEED = 0
 
+
+def configure(vocab, hidden, layers, seq):
+    """Sets the model size: the fixtures use the tiny defaults, the bundled example more."""
+    global VOCAB, HIDDEN, LAYERS, SEQ
+    VOCAB, HIDDEN, LAYERS, SEQ = vocab, hidden, layers, seq
+
 # IR version that first shipped with each opset, so newer checkers accept the rewritten files.
 IR_FOR_OPSET = {18: 8, 20: 9, 21: 10}
 

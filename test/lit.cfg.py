@@ -1,0 +1,19 @@
+# lit configuration of mt's tests: mtc, mt-opt and LLVM's FileCheck/not on PATH.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "mt"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mt_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%fixtures", config.fixtures_dir))
+config.substitutions.append(("%python", "/usr/bin/python3"))
+llvm_config.add_tool_substitutions(
+    ["mtc", "mt-opt"], [os.path.join(config.mt_obj_root, "tools")])
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
