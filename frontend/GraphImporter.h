@@ -32,6 +32,8 @@ public:
   mlir::Type elementType(int32_t dataType);
   /// The location of a node, initializer or graph value: its ONNX name in the model file.
   mlir::Location locationOf(llvm::StringRef name);
+  /// An error about a node, naming it, its op type and the opset: "node 'n' (Op, opset 17): ".
+  mlir::InFlightDiagnostic nodeError(const onnx::NodeProto &node, llvm::StringRef name);
   /// The shape of a value whatever it stands for.
   Shape shapeOf(const ImportedValue &value);
   int32_t dataTypeOf(const ImportedValue &value);
@@ -51,6 +53,8 @@ private:
   mlir::LogicalResult importInitializers();
   mlir::LogicalResult importInputs(mlir::Location loc);
   mlir::LogicalResult importNodes();
+  /// A node's name for messages: its ONNX name, or "OpType_index" for unnamed nodes.
+  std::string nodeName(int index);
   mlir::LogicalResult importOutputs(mlir::Location loc);
   mlir::Value readParameter(const onnx::TensorProto &tensor, mlir::Location loc);
 
@@ -71,15 +75,15 @@ private:
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp function;
   /// Parameter reads sit at the top of the function, in order of first use, so that every
-  /// use is dominated; `parameterReads` is where the next one goes.
-  mlir::OpBuilder::InsertPoint parameterReads;
+  /// use is dominated; the next one goes after `lastParameterRead`.
+  mlir::Operation *lastParameterRead = nullptr;
   llvm::StringMap<mlir::Value> parameters;
 };
 
 /// Translates one node: reads its inputs and attributes, folds it when every input is
 /// known, otherwise builds mt ops; errors name the node, its op type and the opset.
 mlir::LogicalResult importNode(GraphImporter &graph, const onnx::NodeProto &node,
-                               mlir::Location loc);
+                               llvm::StringRef name);
 
 } // namespace mt
 

@@ -14,8 +14,8 @@ namespace {
 
 class NodeImporter {
 public:
-  NodeImporter(GraphImporter &graph, const onnx::NodeProto &node, Location loc)
-      : graph(graph), node(node), loc(loc), b(graph.builder) {}
+  NodeImporter(GraphImporter &graph, const onnx::NodeProto &node, StringRef name)
+      : graph(graph), node(node), name(name), loc(graph.locationOf(name)), b(graph.builder) {}
 
   LogicalResult run();
 
@@ -24,10 +24,7 @@ private:
   static const llvm::StringMap<Handler> &handlers();
 
   // Errors, always naming the node.
-  InFlightDiagnostic error() {
-    return emitError(loc) << "node '" << node.name() << "' (" << node.op_type() << ", opset "
-                          << graph.opset << "): ";
-  }
+  InFlightDiagnostic error() { return graph.nodeError(node, name); }
 
   // Inputs.
   bool has(int i) { return i < node.input_size() && !node.input(i).empty(); }
@@ -198,6 +195,7 @@ private:
 
   GraphImporter &graph;
   const onnx::NodeProto &node;
+  StringRef name;
   Location loc;
   OpBuilder &b;
 };
@@ -878,8 +876,8 @@ LogicalResult NodeImporter::einsum() {
 
 } // namespace
 
-LogicalResult importNode(GraphImporter &graph, const onnx::NodeProto &node, Location loc) {
-  return NodeImporter(graph, node, loc).run();
+LogicalResult importNode(GraphImporter &graph, const onnx::NodeProto &node, StringRef name) {
+  return NodeImporter(graph, node, name).run();
 }
 
 } // namespace mt

@@ -168,6 +168,26 @@ std::optional<HostTensor> GraphImporter::decodeTensor(const onnx::TensorProto &t
     for (int64_t i = 0; raw.empty() && ok && i < count; ++i)
       result.setInteger(i, tensor.int64_data(i));
     break;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: {
+    // Both are 16-bit patterns, in raw_data or (one per entry) in int32_data.
+    bool half = tensor.data_type() == onnx::TensorProto::FLOAT16;
+    auto decode = [&](uint16_t bits) {
+      llvm::APFloat value(half ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat(),
+                          llvm::APInt(16, bits));
+      return value.convertToDouble();
+    };
+    ok = raw.empty() ? tensor.int32_data_size() == count : raw.size() == count * 2u;
+    for (int64_t i = 0; ok && i < count; ++i) {
+      uint16_t bits;
+      if (raw.empty())
+        bits = static_cast<uint16_t>(tensor.int32_data(i));
+      else
+        std::memcpy(&bits, raw.data() + 2 * i, 2);
+      result.set(i, decode(bits));
+    }
+    break;
+  }
   case onnx::TensorProto::INT32:
   case onnx::TensorProto::INT8:
   case onnx::TensorProto::UINT8:
@@ -250,9 +270,12 @@ Value GraphImporter::readParameter(const onnx::TensorProto &tensor, Location loc
     parameter.setOffsetAttr(builder.getI64IntegerAttr(where.offset));
     parameter.setLengthAttr(builder.getI64IntegerAttr(where.length));
   }
-  builder.restoreInsertionPoint(parameterReads);
-  Value read = builder.create<ParamOp>(loc, type, tensor.name());
-  parameterReads = builder.saveInsertionPoint();
+  if (lastParameterRead)
+    builder.setInsertionPointAfter(lastParameterRead);
+  else
+    builder.setInsertionPointToStart(&function.getBody().front());
+  auto read = builder.create<ParamOp>(loc, type, tensor.name());
+  lastParameterRead = read;
   parameters[tensor.name()] = read;
   return read;
 }
@@ -378,8 +401,17 @@ LogicalResult GraphImporter::importInputs(Location loc) {
     values[name] = imported;
   }
   builder.setInsertionPointToStart(entry);
-  parameterReads = builder.saveInsertionPoint();
   return success();
+}
+
+InFlightDiagnostic GraphImporter::nodeError(const onnx::NodeProto &node, llvm::StringRef name) {
+  return emitError(locationOf(name))
+         << "node '" << name << "' (" << node.op_type() << ", opset " << opset << "): ";
+}
+
+std::string GraphImporter::nodeName(int index) {
+  const onnx::NodeProto &node = model.graph().node(index);
+  return node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
 }
 
 LogicalResult GraphImporter::importNodes() {
@@ -398,9 +430,8 @@ LogicalResult GraphImporter::importNodes() {
         continue;
       auto it = producer.find(input);
       if (it == producer.end())
-        return emitError(locationOf(nodes[n].name()))
-               << "node '" << nodes[n].name() << "' (" << nodes[n].op_type() << ") reads '"
-               << input << "', which no node, initializer or graph input provides";
+        return nodeError(nodes[n], nodeName(n))
+               << "reads '" << input << "', which no node, initializer or graph input provides";
       ++pending[n];
       consumers[it->second].push_back(n);
     }
@@ -414,21 +445,30 @@ LogicalResult GraphImporter::importNodes() {
     int n = ready.front();
     ready.pop_front();
     ++visited;
-    const onnx::NodeProto &node = nodes[n];
-    std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(n) : node.name();
-    Location loc = locationOf(name);
-    if (failed(importNode(*this, node, loc)))
+    if (failed(importNode(*this, nodes[n], nodeName(n))))
       return failure();
     for (int consumer : consumers[n])
       if (--pending[consumer] == 0)
         ready.push_back(consumer);
   }
   if (visited != nodes.size()) {
-    for (int n = 0; n < nodes.size(); ++n)
-      if (pending[n] > 0)
-        return emitError(locationOf(nodes[n].name()))
-               << "node '" << nodes[n].name() << "' (" << nodes[n].op_type()
-               << ") is on a cycle: the graph is not a DAG";
+    // Every unvisited node waits on another unvisited one; following those waits from any of
+    // them must come back to a node, which is then on a cycle.
+    int n = std::find_if(pending.begin(), pending.end(), [](int p) { return p > 0; }) -
+            pending.begin();
+    std::vector<bool> seen(nodes.size(), false);
+    while (!seen[n]) {
+      seen[n] = true;
+      for (const std::string &input : nodes[n].input()) {
+        auto it = producer.find(input);
+        if (!input.empty() && !values.count(input) && it != producer.end() &&
+            pending[it->second] > 0) {
+          n = it->second;
+          break;
+        }
+      }
+    }
+    return nodeError(nodes[n], nodeName(n)) << "is on a cycle: the graph is not a DAG";
   }
   return success();
 }
