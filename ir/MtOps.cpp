@@ -78,9 +78,11 @@ LogicalResult ParameterOp::verify() {
   RankedTensorType type = getTensorType();
   int64_t bytes = numElements(type.getShape()) *
                   static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
-  if (*getOffset() < 0 || *getLength() != bytes)
+  // The accessors return the attributes' values as unsigned; a negative one is read signed.
+  int64_t offset = getOffsetAttr().getInt(), length = getLengthAttr().getInt();
+  if (offset < 0 || length != bytes)
     return emitOpError("external data of ")
-           << *getLength() << " bytes at offset " << *getOffset() << " does not hold " << type
+           << length << " bytes at offset " << offset << " does not hold " << type
            << " (" << bytes << " bytes)";
   return success();
 }
@@ -321,6 +323,104 @@ LogicalResult GatherOp::verify() {
     return failure();
   return verifyResultShape(*this, gatherShape(shapeOf(getInput()), shapeOf(getIndices()),
                                               getAxis(), [&] { return emitOpError(); }));
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+LogicalResult verifySameTypes(Operation *op, Value a, Value b, StringRef what) {
+  if (a.getType() != b.getType())
+    return op->emitOpError() << what << " " << a.getType() << " should be " << b.getType();
+  return success();
+}
+
+} // namespace
+
+LogicalResult RmsNormGradOp::verify() {
+  if (failed(verifySameTypes(*this, getGrad(), getInput(), "grad")) ||
+      failed(verifySameTypes(*this, getInputGrad(), getInput(), "input_grad")) ||
+      failed(verifySameTypes(*this, getWeightGrad(), getWeight(), "weight_grad")))
+    return failure();
+  return verifyChannelVector(*this, getWeight(), "weight");
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(verifySameTypes(*this, getGrad(), getInput(), "grad")) ||
+      failed(verifySameTypes(*this, getInputGrad(), getInput(), "input_grad")) ||
+      failed(verifySameTypes(*this, getWeightGrad(), getWeight(), "weight_grad")) ||
+      failed(verifySameTypes(*this, getBiasGrad(), getWeight(), "bias_grad")))
+    return failure();
+  return verifyChannelVector(*this, getWeight(), "weight");
+}
+
+LogicalResult ActivationGradOp::verify() {
+  if (!llvm::is_contained({"gelu", "gelu_tanh", "silu", "relu", "erf", "sigmoid", "tanh"},
+                          getActivation()))
+    return emitOpError("unknown activation \"") << getActivation() << "\"";
+  return success();
+}
+
+LogicalResult RopeGradOp::verify() {
+  for (Value table : {getCos(), getSin()})
+    if (!broadcastsTo(shapeOf(table), shapeOf(getGrad())))
+      return emitOpError("cos/sin ") << formatShape(shapeOf(table))
+                                     << " do not broadcast to the grad";
+  return verifySameTypes(*this, getResult(), getGrad(), "result");
+}
+
+LogicalResult AttentionGradOp::verify() {
+  FailureOr<Shape> out = attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
+                                        shapeOf(getValue()), getCausal(),
+                                        [&] { return emitOpError(); });
+  if (failed(out))
+    return failure();
+  if (shapeOf(getGrad()) != llvm::ArrayRef<int64_t>(*out))
+    return emitOpError("grad shape ") << formatShape(shapeOf(getGrad())) << " should be "
+                                      << formatShape(*out);
+  if (failed(verifySameTypes(*this, getQueryGrad(), getQuery(), "query_grad")) ||
+      failed(verifySameTypes(*this, getKeyGrad(), getKey(), "key_grad")))
+    return failure();
+  return verifySameTypes(*this, getValueGrad(), getValue(), "value_grad");
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  if (getAxis() < 0 || getAxis() >= getType().getRank())
+    return emitOpError("axis ") << getAxis() << " is out of range";
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  llvm::ArrayRef<int64_t> logits = shapeOf(getLogits());
+  if (logits.empty() || logits.drop_back() != shapeOf(getTargets()))
+    return emitOpError("targets must be the logits' shape without the vocabulary axis");
+  if (!shapeOf(getGrad()).empty())
+    return emitOpError("grad must be a scalar");
+  return verifySameTypes(*this, getResult(), getLogits(), "result");
+}
+
+LogicalResult ScatterAddOp::verify() {
+  FailureOr<Shape> gathered = gatherShape(getType().getShape(), shapeOf(getIndices()),
+                                          getAxis(), [&] { return emitOpError(); });
+  if (failed(gathered))
+    return failure();
+  if (shapeOf(getGrad()) != llvm::ArrayRef<int64_t>(*gathered))
+    return emitOpError("grad shape ") << formatShape(shapeOf(getGrad())) << " should be "
+                                      << formatShape(*gathered);
+  return verifySameElementType(*this, {getGrad()});
+}
+
+LogicalResult PadOp::verify() {
+  FailureOr<Shape> window = sliceShape(getType().getShape(), getStarts(), getLimits(),
+                                       getStrides(), [&] { return emitOpError(); });
+  if (failed(window))
+    return failure();
+  if (shapeOf(getInput()) != llvm::ArrayRef<int64_t>(*window))
+    return emitOpError("input shape ") << formatShape(shapeOf(getInput()))
+                                       << " should be the window's " << formatShape(*window);
+  return verifySameElementType(*this, {getInput()});
 }
 
 #define GET_OP_CLASSES

@@ -451,4 +451,6 @@ def MT_GatherOp : MT_Op<"gather", [Pure]> {
   let hasVerifier = 1;
 }
 
+include "ir/MtGradOps.td"
+
 #endif // MT_OPS_TD

@@ -3,6 +3,8 @@
 #define MT_PASSES_PASSES_H
 
 #include "ir/MtOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -13,6 +15,9 @@ namespace mt {
 
 /// Raises the primitive chains of an imported graph to fused ops (`mt-raise`).
 void buildRaisePassPipeline(mlir::OpPassManager &pm);
+
+/// Turns the raised graph into the training step: loss, backward, cleanup (`mt-train`).
+void buildTrainPassPipeline(mlir::OpPassManager &pm);
 
 /// Registers every mt pass and pipeline with the global registry, for mt-opt and mtc.
 void registerPassesAndPipelines();

@@ -95,4 +95,24 @@ def RaiseAttentionPass : Pass<"mt-raise-attention", "mlir::ModuleOp"> {
   let dependentDialects = ["mt::MTDialect"];
 }
 
+def AutodiffPass : Pass<"mt-autodiff", "mlir::ModuleOp"> {
+  let summary = "Appends the loss and the backward of every op: @forward -> @train_step";
+  let description = [{
+    Before: `func.func @forward(%ids) -> logits` (or -> a scalar loss) over graph-level ops.
+    After: `func.func @train_step(%ids, %targets) -> (loss, grads...)`: when the model ends
+    in logits [..., V] whose leading shape is the token input's, the mean softmax
+    cross-entropy against a new `targets` argument of the token input's type is appended;
+    a model that returns a scalar is used as its own loss. Every op's gradient rule is then
+    applied in reverse order; the gradients of a value used several times (tied embeddings)
+    are summed. The function returns the loss followed by one gradient per `mt.parameter`,
+    in declaration order, each result tagged `mt.gradient_of = @name`. Ops without a gradient
+    rule on the path to the loss are errors that name them.
+  }];
+  let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"functionName", "function", "std::string", "\"forward\"",
+           "The function holding the model's forward computation">,
+  ];
+}
+
 #endif // MT_PASSES_TD

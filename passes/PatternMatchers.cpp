@@ -33,7 +33,7 @@ int64_t lastDim(Value value) {
 }
 
 Value meanOverLastAxis(Value value) {
-  auto mean = value.getDefiningOp<ReduceMeanOp>();
+  auto mean = value ? value.getDefiningOp<ReduceMeanOp>() : ReduceMeanOp();
   if (!mean || !mean.getKeepdims())
     return nullptr;
   int64_t last = mean.getInput().getType().getRank() - 1;
@@ -43,6 +43,8 @@ Value meanOverLastAxis(Value value) {
 }
 
 Value squareOf(Value value) {
+  if (!value)
+    return nullptr;
   if (auto pow = value.getDefiningOp<PowOp>())
     return isScalarConstant(pow.getRhs(), 2.0) ? pow.getLhs() : nullptr;
   if (auto mul = value.getDefiningOp<MulOp>())
@@ -85,7 +87,8 @@ std::optional<std::pair<Value, double>> plusEpsilon(Value value) {
     return std::nullopt;
   for (bool swapped : {false, true}) {
     auto [m, eps] = operandOrder(add, swapped);
-    if (std::optional<double> epsilon = scalarConstant(eps))
+    // A negative epsilon is no norm's: it could make the root's argument negative.
+    if (std::optional<double> epsilon = scalarConstant(eps); epsilon && *epsilon >= 0)
       return std::make_pair(m, *epsilon);
   }
   return std::nullopt;

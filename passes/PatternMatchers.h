@@ -29,15 +29,15 @@ inline std::pair<mlir::Value, mlir::Value> operandOrder(mlir::Operation *op, boo
                  : std::make_pair(op->getOperand(0), op->getOperand(1));
 }
 
-/// The input of a mean over only the last axis, with keepdims; null otherwise.
+/// The input of a mean over only the last axis, with keepdims; null otherwise (or for null).
 mlir::Value meanOverLastAxis(mlir::Value value);
-/// x for a value computed as x ** 2 or x * x; null otherwise.
+/// x for a value computed as x ** 2 or x * x; null otherwise (or for null).
 mlir::Value squareOf(mlir::Value value);
 /// v for a value computed as rsqrt(v), reciprocal(sqrt(v)) or 1 / sqrt(v); null otherwise.
 mlir::Value reciprocalSqrtOf(mlir::Value value);
 /// For `x / sqrt(v)` or `x * rsqrt(v)` in any spelling, the pair (x, v).
 std::optional<std::pair<mlir::Value, mlir::Value>> divisionBySqrt(mlir::Value value);
-/// For `m + eps` with a scalar constant eps (either order), the pair (m, eps).
+/// For `m + eps` with a non-negative scalar constant eps (either order), the pair (m, eps).
 std::optional<std::pair<mlir::Value, double>> plusEpsilon(mlir::Value value);
 
 /// Applies the patterns to a fixed point; what a raising pass's runOnOperation does.

@@ -35,11 +35,23 @@ void buildRaisePassPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void buildTrainPassPipeline(OpPassManager &pm) {
+  // The loss and the backward are built over fused ops, whose gradient rules are single ops.
+  pm.addPass(createAutodiffPass());
+  // Gradient rules also differentiate into constants and integer views; those results are
+  // dead, and reused subexpressions (transposed weights, broadcast scalars) merge.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void registerPassesAndPipelines() {
   registerMTPasses();
   PassPipelineRegistration<>("mt-raise",
                              "Raise the primitive chains of an imported ONNX graph to fused ops",
                              buildRaisePassPipeline);
+  PassPipelineRegistration<>("mt-train",
+                             "Append the loss and the backward pass: @forward -> @train_step",
+                             buildTrainPassPipeline);
 }
 
 } // namespace mt

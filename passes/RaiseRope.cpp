@@ -27,6 +27,8 @@ Value halfOf(Value value, bool upper) {
     return nullptr;
   llvm::ArrayRef<int64_t> shape = slice.getInput().getType().getShape();
   int64_t last = shape.size() - 1, half = shape[last] / 2;
+  if (shape[last] % 2 != 0)
+    return nullptr;
   for (int64_t d = 0; d <= last; ++d) {
     int64_t start = d == last && upper ? half : 0;
     int64_t limit = d == last && !upper ? half : shape[d];

@@ -1,0 +1,442 @@
+// mt-autodiff: reverse-mode differentiation of the forward function into a training step.
+//
+//   func.func @forward(%ids: tensor<2x16xi64>) -> tensor<2x16x96xf32>
+// becomes
+//   func.func @train_step(%ids: tensor<2x16xi64>, %targets: tensor<2x16xi64>)
+//       -> (tensor<f32>, tensor<96x32xf32> {mt.gradient_of = @wte}, ...)
+// with the loss (mt.cross_entropy) appended and every op's gradient rule applied backwards.
+#include "ir/ShapeRules.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#define DEBUG_TYPE "mt-autodiff"
+
+namespace mt {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "passes/Passes.h.inc"
+} // namespace mt
+
+using namespace mlir;
+using namespace mt;
+
+namespace {
+
+llvm::ArrayRef<int64_t> shapeOf(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+bool isFloatTensor(Value value) {
+  return llvm::isa<FloatType>(getElementTypeOrSelf(value.getType()));
+}
+
+/// Builds the backward ops of one op at a time; `gradients` maps each value to the sum of
+/// the gradients flowing into it so far.
+class Differentiator {
+public:
+  explicit Differentiator(OpBuilder &b) : b(b) {}
+
+  /// Applies `op`'s gradient rule given the gradients of its results.
+  LogicalResult differentiate(Operation *op);
+  void seed(Value value, Value gradient) { gradients[value] = gradient; }
+  Value gradientOf(Value value) { return gradients.lookup(value); }
+
+private:
+  void accumulate(Value value, Value gradient) {
+    if (!gradient || !isFloatTensor(value))
+      return;
+    Value &sum = gradients[value];
+    sum = sum ? b.create<AddOp>(gradient.getLoc(), sum.getType(), sum, gradient).getResult()
+              : gradient;
+  }
+  /// A scalar constant of `like`'s element type, for use with broadcasting ops.
+  Value scalar(Location loc, Value like, double value) {
+    auto type = RankedTensorType::get({}, getElementTypeOrSelf(like.getType()));
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), value)));
+  }
+  Value mul(Location loc, Value x, Value y) {
+    return b.create<MulOp>(loc, broadcastType(x, y), x, y);
+  }
+  Value div(Location loc, Value x, Value y) {
+    return b.create<DivOp>(loc, broadcastType(x, y), x, y);
+  }
+  Type broadcastType(Value x, Value y) {
+    return RankedTensorType::get(*broadcastShape(shapeOf(x), shapeOf(y), [] {
+      return InFlightDiagnostic();
+    }), getElementTypeOrSelf(x.getType()));
+  }
+  Value matmul(Location loc, Value x, Value y, bool tx, bool ty) {
+    Shape shape = *matmulShape(shapeOf(x), shapeOf(y), tx, ty, [] { return InFlightDiagnostic(); });
+    return b.create<MatmulOp>(loc, RankedTensorType::get(shape, getElementTypeOrSelf(x.getType())),
+                              x, y, tx, ty);
+  }
+  Value reshape(Location loc, Value x, llvm::ArrayRef<int64_t> shape) {
+    if (shapeOf(x) == shape)
+      return x;
+    return b.create<ReshapeOp>(loc, RankedTensorType::get(shape, getElementTypeOrSelf(x.getType())), x);
+  }
+  /// Sums a broadcast gradient back to the shape of the operand it came from.
+  Value reduceTo(Location loc, Value gradient, Value operand) {
+    llvm::ArrayRef<int64_t> from = shapeOf(gradient), to = shapeOf(operand);
+    if (from == to)
+      return gradient;
+    size_t lead = from.size() - to.size();
+    llvm::SmallVector<int64_t> axes;
+    for (size_t d = 0; d < from.size(); ++d)
+      if (d < lead || (to[d - lead] == 1 && from[d] != 1))
+        axes.push_back(d);
+    Shape kept(from);
+    for (int64_t axis : axes)
+      kept[axis] = 1;
+    Value sum = b.create<ReduceSumOp>(
+        loc, RankedTensorType::get(kept, getElementTypeOrSelf(gradient.getType())), gradient,
+        b.getDenseI64ArrayAttr(axes), /*keepdims=*/true);
+    return reshape(loc, sum, to);
+  }
+  /// The gradient of a reduction's input: the result gradient broadcast back over the axes.
+  Value broadcastBack(Location loc, Value gradient, Value input, llvm::ArrayRef<int64_t> axes) {
+    Shape kept(shapeOf(input));
+    for (int64_t axis : axes)
+      kept[axis] = 1;
+    Value shaped = reshape(loc, gradient, kept);
+    if (kept == Shape(shapeOf(input)))
+      return shaped;
+    return b.create<ExpandOp>(loc, input.getType(), shaped);
+  }
+  Value activationGrad(Location loc, StringRef activation, Value x, Value g) {
+    return b.create<ActivationGradOp>(loc, b.getStringAttr(activation), x, g);
+  }
+
+  OpBuilder &b;
+  DenseMap<Value, Value> gradients;
+};
+
+LogicalResult Differentiator::differentiate(Operation *op) {
+  if (llvm::none_of(op->getResults(), [&](Value r) { return gradients.count(r); }))
+    return success();
+  Location loc = op->getLoc();
+  Value g = op->getNumResults() == 1 ? gradients.lookup(op->getResult(0)) : Value();
+  auto binaryOperands = [&](Operation *binary) {
+    return std::make_pair(binary->getOperand(0), binary->getOperand(1));
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ParamOp, ConstantOp>([](auto) { return success(); })
+      .Case<AddOp>([&](AddOp add) {
+        auto [x, y] = binaryOperands(add);
+        accumulate(x, reduceTo(loc, g, x));
+        accumulate(y, reduceTo(loc, g, y));
+        return success();
+      })
+      .Case<SubOp>([&](SubOp sub) {
+        auto [x, y] = binaryOperands(sub);
+        accumulate(x, reduceTo(loc, g, x));
+        accumulate(y, reduceTo(loc, b.create<NegOp>(loc, g), y));
+        return success();
+      })
+      .Case<MulOp>([&](MulOp m) {
+        auto [x, y] = binaryOperands(m);
+        accumulate(x, reduceTo(loc, mul(loc, g, y), x));
+        accumulate(y, reduceTo(loc, mul(loc, g, x), y));
+        return success();
+      })
+      .Case<DivOp>([&](DivOp d) {
+        auto [x, y] = binaryOperands(d);
+        accumulate(x, reduceTo(loc, div(loc, g, y), x));
+        // d(x / y)/dy = -(x / y) / y.
+        Value dy = b.create<NegOp>(loc, div(loc, mul(loc, g, d.getResult()), y));
+        accumulate(y, reduceTo(loc, dy, y));
+        return success();
+      })
+      .Case<PowOp>([&](PowOp p) {
+        auto [x, y] = binaryOperands(p);
+        Value yMinusOne = b.create<SubOp>(loc, y.getType(), y, scalar(loc, y, 1.0));
+        Value power = b.create<PowOp>(loc, broadcastType(x, yMinusOne), x, yMinusOne);
+        accumulate(x, reduceTo(loc, mul(loc, mul(loc, g, y), power), x));
+        if (!y.getDefiningOp<ConstantOp>()) {
+          Value logX = b.create<LogOp>(loc, x);
+          accumulate(y, reduceTo(loc, mul(loc, mul(loc, g, p.getResult()), logX), y));
+        }
+        return success();
+      })
+      .Case<NegOp>([&](NegOp n) {
+        accumulate(n.getInput(), b.create<NegOp>(loc, g));
+        return success();
+      })
+      .Case<SqrtOp>([&](SqrtOp s) {
+        accumulate(s.getInput(), div(loc, mul(loc, g, scalar(loc, g, 0.5)), s.getResult()));
+        return success();
+      })
+      .Case<RsqrtOp>([&](RsqrtOp r) {
+        Value y = r.getResult();
+        Value cube = mul(loc, y, mul(loc, y, y));
+        accumulate(r.getInput(), mul(loc, mul(loc, g, scalar(loc, g, -0.5)), cube));
+        return success();
+      })
+      .Case<ReciprocalOp>([&](ReciprocalOp r) {
+        Value y = r.getResult();
+        accumulate(r.getInput(), b.create<NegOp>(loc, mul(loc, g, mul(loc, y, y))));
+        return success();
+      })
+      .Case<ExpOp>([&](ExpOp e) {
+        accumulate(e.getInput(), mul(loc, g, e.getResult()));
+        return success();
+      })
+      .Case<LogOp>([&](LogOp l) {
+        accumulate(l.getInput(), div(loc, g, l.getInput()));
+        return success();
+      })
+      .Case<CosOp>([&](CosOp c) {
+        accumulate(c.getInput(), b.create<NegOp>(loc, mul(loc, g, b.create<SinOp>(loc, c.getInput()))));
+        return success();
+      })
+      .Case<SinOp>([&](SinOp s) {
+        accumulate(s.getInput(), mul(loc, g, b.create<CosOp>(loc, s.getInput())));
+        return success();
+      })
+      .Case<TanhOp, SigmoidOp, ErfOp, ReluOp, SiluOp>([&](auto unary) {
+        StringRef name = unary->getName().stripDialect();
+        accumulate(unary.getInput(), activationGrad(loc, name, unary.getInput(), g));
+        return success();
+      })
+      .Case<GeluOp>([&](GeluOp gelu) {
+        StringRef name = gelu.getApproximate() == "tanh" ? "gelu_tanh" : "gelu";
+        accumulate(gelu.getInput(), activationGrad(loc, name, gelu.getInput(), g));
+        return success();
+      })
+      .Case<WhereOp>([&](WhereOp w) {
+        Value zero = scalar(loc, g, 0.0);
+        Value onTrue = b.create<WhereOp>(loc, g.getType(), w.getCondition(), g, zero);
+        Value onFalse = b.create<WhereOp>(loc, g.getType(), w.getCondition(), zero, g);
+        accumulate(w.getTrueValue(), reduceTo(loc, onTrue, w.getTrueValue()));
+        accumulate(w.getFalseValue(), reduceTo(loc, onFalse, w.getFalseValue()));
+        return success();
+      })
+      .Case<CastOp>([&](CastOp c) {
+        if (isFloatTensor(c.getInput()))
+          accumulate(c.getInput(), b.create<CastOp>(loc, c.getInput().getType(), g));
+        return success();
+      })
+      .Case<ReduceSumOp, ReduceMeanOp>([&](auto reduce) {
+        Value dx = broadcastBack(loc, g, reduce.getInput(), reduce.getAxes());
+        if (std::is_same_v<decltype(reduce), ReduceMeanOp>) {
+          int64_t count = 1;
+          for (int64_t axis : reduce.getAxes())
+            count *= shapeOf(reduce.getInput())[axis];
+          dx = mul(loc, dx, scalar(loc, dx, 1.0 / count));
+        }
+        accumulate(reduce.getInput(), dx);
+        return success();
+      })
+      .Case<SoftmaxOp>([&](SoftmaxOp s) {
+        accumulate(s.getInput(), b.create<SoftmaxGradOp>(loc, s.getResult(), g, s.getAxis()));
+        return success();
+      })
+      .Case<RmsNormOp>([&](RmsNormOp n) {
+        auto grad = b.create<RmsNormGradOp>(loc, n.getInput().getType(), n.getWeight().getType(),
+                                            n.getInput(), n.getWeight(), g, n.getEpsilonAttr());
+        accumulate(n.getInput(), grad.getInputGrad());
+        accumulate(n.getWeight(), grad.getWeightGrad());
+        return success();
+      })
+      .Case<LayerNormOp>([&](LayerNormOp n) {
+        Type vector = n.getWeight().getType();
+        auto grad = b.create<LayerNormGradOp>(loc, n.getInput().getType(), vector, vector,
+                                              n.getInput(), n.getWeight(), g, n.getEpsilonAttr());
+        accumulate(n.getInput(), grad.getInputGrad());
+        accumulate(n.getWeight(), grad.getWeightGrad());
+        if (n.getBias())
+          accumulate(n.getBias(), grad.getBiasGrad());
+        return success();
+      })
+      .Case<MatmulOp>([&](MatmulOp m) {
+        Value x = m.getLhs(), y = m.getRhs();
+        bool tx = m.getTransposeLhs(), ty = m.getTransposeRhs();
+        // C = op(X) op(Y): dop(X) = G op(Y)^T and dop(Y) = op(X)^T G, transposed back when
+        // the operand itself was transposed.
+        Value dx = tx ? matmul(loc, y, g, ty, true) : matmul(loc, g, y, false, !ty);
+        Value dy = ty ? matmul(loc, g, x, true, tx) : matmul(loc, x, g, !tx, false);
+        accumulate(x, reduceTo(loc, dx, x));
+        accumulate(y, reduceTo(loc, dy, y));
+        return success();
+      })
+      .Case<LinearOp>([&](LinearOp l) {
+        Value x = l.getInput(), w = l.getWeight();
+        bool tw = l.getTransposeWeight();
+        int64_t k = shapeOf(x).back(), n = shapeOf(g).back();
+        int64_t rows = numElements(shapeOf(x)) / std::max<int64_t>(k, 1);
+        accumulate(x, b.create<LinearOp>(loc, x.getType(), g, w, Value(), !tw));
+        Value x2 = reshape(loc, x, {rows, k}), g2 = reshape(loc, g, {rows, n});
+        accumulate(w, tw ? matmul(loc, g2, x2, true, false) : matmul(loc, x2, g2, true, false));
+        if (l.getBias())
+          accumulate(l.getBias(),
+                     b.create<ReduceSumOp>(loc, l.getBias().getType(), g2,
+                                           b.getDenseI64ArrayAttr({0}), /*keepdims=*/false));
+        return success();
+      })
+      .Case<EmbeddingOp>([&](EmbeddingOp e) {
+        accumulate(e.getTable(), b.create<ScatterAddOp>(loc, e.getTable().getType(),
+                                                        e.getIndices(), g, 0));
+        return success();
+      })
+      .Case<GatherOp>([&](GatherOp gather) {
+        if (isFloatTensor(gather.getInput()))
+          accumulate(gather.getInput(),
+                     b.create<ScatterAddOp>(loc, gather.getInput().getType(), gather.getIndices(),
+                                            g, gather.getAxis()));
+        return success();
+      })
+      .Case<RopeOp>([&](RopeOp r) {
+        accumulate(r.getInput(), b.create<RopeGradOp>(loc, r.getInput().getType(), g, r.getCos(),
+                                                      r.getSin()));
+        return success();
+      })
+      .Case<AttentionOp>([&](AttentionOp a) {
+        auto grad = b.create<AttentionGradOp>(
+            loc, a.getQuery().getType(), a.getKey().getType(), a.getValue().getType(),
+            a.getQuery(), a.getKey(), a.getValue(), g, a.getScaleAttr(), a.getCausalAttr());
+        accumulate(a.getQuery(), grad.getQueryGrad());
+        accumulate(a.getKey(), grad.getKeyGrad());
+        accumulate(a.getValue(), grad.getValueGrad());
+        return success();
+      })
+      .Case<CrossEntropyOp>([&](CrossEntropyOp c) {
+        accumulate(c.getLogits(), b.create<CrossEntropyGradOp>(loc, c.getLogits().getType(),
+                                                               c.getLogits(), c.getTargets(), g));
+        return success();
+      })
+      .Case<ReshapeOp>([&](ReshapeOp r) {
+        if (isFloatTensor(r.getInput()))
+          accumulate(r.getInput(), reshape(loc, g, shapeOf(r.getInput())));
+        return success();
+      })
+      .Case<TransposeOp>([&](TransposeOp t) {
+        llvm::SmallVector<int64_t> inverse(t.getPermutation().size());
+        for (auto [i, p] : llvm::enumerate(t.getPermutation()))
+          inverse[p] = i;
+        if (isFloatTensor(t.getInput()))
+          accumulate(t.getInput(), b.create<TransposeOp>(loc, t.getInput().getType(), g,
+                                                         b.getDenseI64ArrayAttr(inverse)));
+        return success();
+      })
+      .Case<SliceOp>([&](SliceOp s) {
+        if (isFloatTensor(s.getInput()))
+          accumulate(s.getInput(), b.create<PadOp>(loc, s.getInput().getType(), g,
+                                                   s.getStartsAttr(), s.getLimitsAttr(),
+                                                   s.getStridesAttr()));
+        return success();
+      })
+      .Case<ConcatOp>([&](ConcatOp c) {
+        int64_t axis = c.getAxis(), offset = 0;
+        for (Value input : c.getInputs()) {
+          Shape starts(shapeOf(g).size(), 0), limits(shapeOf(g)), strides(shapeOf(g).size(), 1);
+          starts[axis] = offset;
+          offset += shapeOf(input)[axis];
+          limits[axis] = offset;
+          if (isFloatTensor(input))
+            accumulate(input, b.create<SliceOp>(loc, input.getType(), g,
+                                                b.getDenseI64ArrayAttr(starts),
+                                                b.getDenseI64ArrayAttr(limits),
+                                                b.getDenseI64ArrayAttr(strides)));
+        }
+        return success();
+      })
+      .Case<ExpandOp>([&](ExpandOp e) {
+        if (isFloatTensor(e.getInput()))
+          accumulate(e.getInput(), reduceTo(loc, g, e.getInput()));
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitOpError("has no gradient rule, but the loss depends on it");
+      });
+}
+
+struct AutodiffPass : mt::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>(functionName);
+    if (!forward || forward.getBlocks().size() != 1) {
+      module.emitError("mt-autodiff: no single-block function @") << functionName;
+      return signalPassFailure();
+    }
+    auto ret = llvm::cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+    if (ret.getNumOperands() != 1) {
+      ret.emitOpError("mt-autodiff needs a model with one output (logits or a loss), got ")
+          << ret.getNumOperands();
+      return signalPassFailure();
+    }
+    OpBuilder b(ret);
+    Value output = ret.getOperand(0);
+    FailureOr<Value> loss = appendLoss(forward, output, b);
+    if (failed(loss))
+      return signalPassFailure();
+
+    // Reverse sweep over everything before the return (the loss included).
+    Differentiator differentiator(b);
+    Location loc = ret.getLoc();
+    auto lossType = llvm::cast<RankedTensorType>(loss->getType());
+    differentiator.seed(*loss, b.create<ConstantOp>(
+                                   loc, DenseElementsAttr::get(
+                                            lossType, b.getFloatAttr(lossType.getElementType(), 1.0))));
+    llvm::SmallVector<Operation *> ops;
+    for (Operation &op : forward.getBody().front().without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops))
+      if (failed(differentiator.differentiate(op)))
+        return signalPassFailure();
+
+    // One gradient per declared parameter, zeros for one the loss does not depend on.
+    llvm::SmallVector<Value> results{*loss};
+    llvm::SmallVector<Attribute> resultAttrs{b.getDictionaryAttr({})};
+    llvm::StringMap<Value> reads;
+    forward.walk([&](ParamOp read) { reads[read.getName()] = read.getResult(); });
+    for (ParameterOp parameter : module.getOps<ParameterOp>()) {
+      Value read = reads.lookup(parameter.getSymName());
+      Value gradient = read ? differentiator.gradientOf(read) : Value();
+      if (!gradient) {
+        RankedTensorType type = parameter.getTensorType();
+        gradient = b.create<ConstantOp>(
+            loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+      }
+      results.push_back(gradient);
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr("mt.gradient_of", FlatSymbolRefAttr::get(parameter.getSymNameAttr()))));
+    }
+    b.create<func::ReturnOp>(loc, results);
+    ret.erase();
+    forward.setFunctionType(b.getFunctionType(forward.getArgumentTypes(),
+                                              ValueRange(results).getTypes()));
+    forward.setAllResultAttrs(resultAttrs);
+    forward.setSymName("train_step");
+  }
+
+  /// The loss: the model's scalar output, or the mean cross-entropy of its logits against a
+  /// new `targets` argument shaped like the token input.
+  FailureOr<Value> appendLoss(func::FuncOp forward, Value output, OpBuilder &b) {
+    auto type = llvm::cast<RankedTensorType>(output.getType());
+    if (type.getRank() == 0 && llvm::isa<FloatType>(type.getElementType()))
+      return output;
+    for (BlockArgument argument : forward.getArguments()) {
+      auto tokens = llvm::cast<RankedTensorType>(argument.getType());
+      if (!llvm::isa<IntegerType>(tokens.getElementType()) || type.getRank() < 1 ||
+          tokens.getShape() != type.getShape().drop_back())
+        continue;
+      unsigned index = forward.getNumArguments();
+      forward.insertArgument(
+          index, tokens,
+          b.getDictionaryAttr(b.getNamedAttr("mt.name", b.getStringAttr("targets"))),
+          argument.getLoc());
+      return b
+          .create<CrossEntropyOp>(output.getLoc(), RankedTensorType::get({}, type.getElementType()),
+                                  output, forward.getArgument(index))
+          .getResult();
+    }
+    return emitError(output.getLoc(), "mt-autodiff: the model output ")
+           << type << " is neither a scalar loss nor logits [..., vocabulary] over a token input";
+  }
+};
+
+} // namespace

@@ -1,0 +1,238 @@
+// RUN: mt-opt %s --split-input-file --mt-raise-attention | FileCheck %s
+
+// Tests that softmax(q @ k^T * scale + causal mask) @ v, the mask an additive constant with
+// 0 on and below the diagonal and -1e9 above it, becomes a causal mt.attention.
+// CHECK-LABEL: func.func @mul_scale_additive_mask
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x8xf32>, %[[K:.*]]: tensor<1x2x4x8xf32>, %[[V:.*]]: tensor<1x2x4x8xf32>)
+// CHECK: %[[O:.*]] = mt.attention %[[Q]], %[[K]], %[[V]] scale = 0.3535{{[0-9]*}} causal : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+// CHECK-NOT: mt.softmax
+// CHECK-NOT: mt.matmul
+// CHECK: return %[[O]]
+func.func @mul_scale_additive_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %scale = mt.constant dense<0.353553385> : tensor<f32>
+  %mask = mt.constant dense<[[0.0, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, -1.0e+09, -1.0e+09], [0.0, 0.0, 0.0, -1.0e+09], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %t = mt.mul %s, %scale : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %u = mt.add %t, %mask : (tensor<1x2x4x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Tests that a -inf mask of shape [1, 1, T, T] on the left of the sum and the scale on the
+// left of its product are raised.
+// CHECK-LABEL: func.func @inf_mask_operands_swapped
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x8xf32>, %[[K:.*]]: tensor<1x2x4x8xf32>, %[[V:.*]]: tensor<1x2x4x8xf32>)
+// CHECK: mt.attention %[[Q]], %[[K]], %[[V]] scale = 0.3535{{[0-9]*}} causal
+// CHECK-NOT: mt.softmax
+func.func @inf_mask_operands_swapped(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %scale = mt.constant dense<0.353553385> : tensor<f32>
+  %mask = mt.constant dense<[[[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %t = mt.mul %scale, %s : (tensor<f32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %u = mt.add %mask, %t : (tensor<1x1x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Tests that division by sqrt(D) and a where of a lower-triangular condition with a large
+// negative fill become a causal mt.attention with scale 1 / 2.
+// CHECK-LABEL: func.func @div_scale_where_mask
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x4xf32>, %[[K:.*]]: tensor<1x2x4x4xf32>, %[[V:.*]]: tensor<1x2x4x4xf32>)
+// CHECK: mt.attention %[[Q]], %[[K]], %[[V]] scale = 5.000000e-01 causal
+// CHECK-NOT: mt.where
+// CHECK-NOT: mt.softmax
+func.func @div_scale_where_mask(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x4x4xf32>, %v: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %d = mt.constant dense<2.0> : tensor<f32>
+  %keep = mt.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %fill = mt.constant dense<-3.40282347E+38> : tensor<f32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %t = mt.div %s, %d : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %u = mt.where %keep, %t, %fill : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %o : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Tests that the mirrored where, fill where an upper-triangular condition holds, is causal too.
+// CHECK-LABEL: func.func @where_mask_mirrored
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 1.000000e+00 causal
+// CHECK-NOT: mt.where
+func.func @where_mask_mirrored(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x4x4xf32>, %v: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %hide = mt.constant dense<[[false, true, true, true], [false, false, true, true], [false, false, false, true], [false, false, false, false]]> : tensor<4x4xi1>
+  %fill = mt.constant dense<-1.0e+04> : tensor<f32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %u = mt.where %hide, %fill, %s : (tensor<4x4xi1>, tensor<f32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %o : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Tests that attention without a mask, over more keys than queries, is raised without causal.
+// CHECK-LABEL: func.func @no_mask_cross
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x3x8xf32>, %[[K:.*]]: tensor<2x4x5x8xf32>, %[[V:.*]]: tensor<2x4x5x16xf32>)
+// CHECK: mt.attention %[[Q]], %[[K]], %[[V]] scale = 1.250000e-01 :
+// CHECK-NOT: causal
+// CHECK-NOT: mt.softmax
+func.func @no_mask_cross(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x5x8xf32>, %v: tensor<2x4x5x16xf32>) -> tensor<2x4x3x16xf32> {
+  %scale = mt.constant dense<0.125> : tensor<f32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>) -> tensor<2x4x3x5xf32>
+  %t = mt.mul %s, %scale : (tensor<2x4x3x5xf32>, tensor<f32>) -> tensor<2x4x3x5xf32>
+  %p = mt.softmax %t axis = 3 : tensor<2x4x3x5xf32>
+  %o = mt.matmul %p, %v : (tensor<2x4x3x5xf32>, tensor<2x4x5x16xf32>) -> tensor<2x4x3x16xf32>
+  return %o : tensor<2x4x3x16xf32>
+}
+
+// -----
+
+// Tests that keys and values repeated for grouped-query heads (reshape, expand, reshape) are
+// traced back to their two key/value heads.
+// CHECK-LABEL: func.func @grouped_query
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x4x8xf32>, %[[K:.*]]: tensor<1x2x4x8xf32>, %[[V:.*]]: tensor<1x2x4x8xf32>)
+// CHECK: %[[O:.*]] = mt.attention %[[Q]], %[[K]], %[[V]] scale = 0.3535{{[0-9]*}} causal : (tensor<1x4x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK: return %[[O]]
+func.func @grouped_query(%q: tensor<1x4x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %scale = mt.constant dense<0.353553385> : tensor<f32>
+  %mask = mt.constant dense<[[0.0, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, -1.0e+09, -1.0e+09], [0.0, 0.0, 0.0, -1.0e+09], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %k1 = mt.reshape %k : tensor<1x2x4x8xf32> -> tensor<1x2x1x4x8xf32>
+  %k2 = mt.expand %k1 : tensor<1x2x1x4x8xf32> -> tensor<1x2x2x4x8xf32>
+  %kr = mt.reshape %k2 : tensor<1x2x2x4x8xf32> -> tensor<1x4x4x8xf32>
+  %v1 = mt.reshape %v : tensor<1x2x4x8xf32> -> tensor<1x2x1x4x8xf32>
+  %v2 = mt.expand %v1 : tensor<1x2x1x4x8xf32> -> tensor<1x2x2x4x8xf32>
+  %vr = mt.reshape %v2 : tensor<1x2x2x4x8xf32> -> tensor<1x4x4x8xf32>
+  %s = mt.matmul %q, %kr transpose_rhs : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x4xf32>
+  %t = mt.mul %s, %scale : (tensor<1x4x4x4xf32>, tensor<f32>) -> tensor<1x4x4x4xf32>
+  %u = mt.add %t, %mask : (tensor<1x4x4x4xf32>, tensor<4x4xf32>) -> tensor<1x4x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x4x4x4xf32>
+  %o = mt.matmul %p, %vr : (tensor<1x4x4x4xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  return %o : tensor<1x4x4x8xf32>
+}
+
+// -----
+
+// Tests that heads tiled rather than repeated (expand of a new axis 1: query head h would read
+// key head h % 2, not h / 2) are not traced back: the repeated keys are used as they are.
+// CHECK-LABEL: func.func @tiled_heads
+// CHECK: %[[KR:.*]] = mt.reshape %{{.*}} : tensor<1x2x2x4x8xf32> -> tensor<1x4x4x8xf32>
+// CHECK: mt.attention %{{.*}}, %[[KR]], %{{.*}} scale = 1.000000e+00 :
+func.func @tiled_heads(%q: tensor<1x4x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %k1 = mt.reshape %k : tensor<1x2x4x8xf32> -> tensor<1x1x2x4x8xf32>
+  %k2 = mt.expand %k1 : tensor<1x1x2x4x8xf32> -> tensor<1x2x2x4x8xf32>
+  %kr = mt.reshape %k2 : tensor<1x2x2x4x8xf32> -> tensor<1x4x4x8xf32>
+  %s = mt.matmul %q, %kr transpose_rhs : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x4xf32>
+  %p = mt.softmax %s axis = 3 : tensor<1x4x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x4x4x4xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  return %o : tensor<1x4x4x8xf32>
+}
+
+// -----
+
+// Tests that an all-zero mask, which is not causal, keeps the chain as it is.
+// CHECK-LABEL: func.func @zero_mask
+// CHECK-NOT: mt.attention
+// CHECK: mt.softmax
+func.func @zero_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %mask = mt.constant dense<0.0> : tensor<4x4xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %u = mt.add %s, %mask : (tensor<1x2x4x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Tests that a reversed triangle (past positions hidden, future ones kept) keeps the chain.
+// CHECK-LABEL: func.func @reversed_triangle_mask
+// CHECK-NOT: mt.attention
+// CHECK: mt.softmax
+func.func @reversed_triangle_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %mask = mt.constant dense<[[0.0, 0.0, 0.0, 0.0], [-1.0e+09, 0.0, 0.0, 0.0], [-1.0e+09, -1.0e+09, 0.0, 0.0], [-1.0e+09, -1.0e+09, -1.0e+09, 0.0]]> : tensor<4x4xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %u = mt.add %s, %mask : (tensor<1x2x4x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Tests that a where mask whose condition is upper-triangular with the scores kept where it
+// holds (future kept) keeps the chain.
+// CHECK-LABEL: func.func @where_mask_wrong_side
+// CHECK-NOT: mt.attention
+// CHECK: mt.where
+func.func @where_mask_wrong_side(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x4x4xf32>, %v: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %cond = mt.constant dense<[[false, true, true, true], [false, false, true, true], [false, false, false, true], [false, false, false, false]]> : tensor<4x4xi1>
+  %fill = mt.constant dense<-1.0e+09> : tensor<f32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %u = mt.where %cond, %s, %fill : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %o : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Tests that a where fill that is not large and negative (-1) keeps the chain.
+// CHECK-LABEL: func.func @where_small_fill
+// CHECK-NOT: mt.attention
+// CHECK: mt.where
+func.func @where_small_fill(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x4x4xf32>, %v: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %keep = mt.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %fill = mt.constant dense<-1.0> : tensor<f32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %u = mt.where %keep, %s, %fill : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %o : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Tests that a scale that is not a constant keeps the chain.
+// CHECK-LABEL: func.func @variable_scale
+// CHECK-NOT: mt.attention
+// CHECK: mt.softmax
+func.func @variable_scale(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %c: tensor<f32>) -> tensor<1x2x4x8xf32> {
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %t = mt.mul %s, %c : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %t axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Tests that a softmax over the query axis (not the last) keeps the chain.
+// CHECK-LABEL: func.func @softmax_over_queries
+// CHECK-NOT: mt.attention
+// CHECK: mt.softmax %{{.*}} axis = 2
+func.func @softmax_over_queries(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %s axis = 2 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Tests that scores q @ k without the transpose of k keep the chain.
+// CHECK-LABEL: func.func @scores_without_transpose
+// CHECK-NOT: mt.attention
+// CHECK: mt.softmax
+func.func @scores_without_transpose(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = mt.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %s axis = 3 : tensor<1x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
