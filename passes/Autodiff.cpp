@@ -105,6 +105,22 @@ private:
       return shaped;
     return b.create<ExpandOp>(loc, input.getType(), shaped);
   }
+  /// concat(-x[..., D/2:], x[..., :D/2]) on the last axis, as mt.rope defines it.
+  Value rotateHalf(Location loc, Value x) {
+    llvm::ArrayRef<int64_t> shape = shapeOf(x);
+    int64_t last = shape.size() - 1, half = shape[last] / 2;
+    auto halfOf = [&](int64_t start) {
+      Shape starts(shape.size(), 0), limits(shape), strides(shape.size(), 1), result(shape);
+      starts[last] = start;
+      limits[last] = start + half;
+      result[last] = half;
+      return b.create<SliceOp>(loc, RankedTensorType::get(result, getElementTypeOrSelf(x.getType())),
+                               x, b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(limits),
+                               b.getDenseI64ArrayAttr(strides));
+    };
+    Value upper = b.create<NegOp>(loc, halfOf(half));
+    return b.create<ConcatOp>(loc, x.getType(), ValueRange{upper, halfOf(0)}, last);
+  }
   Value activationGrad(Location loc, StringRef activation, Value x, Value g) {
     return b.create<ActivationGradOp>(loc, b.getStringAttr(activation), x, g);
   }
@@ -288,8 +304,14 @@ LogicalResult Differentiator::differentiate(Operation *op) {
         return success();
       })
       .Case<RopeOp>([&](RopeOp r) {
-        accumulate(r.getInput(), b.create<RopeGradOp>(loc, r.getInput().getType(), g, r.getCos(),
-                                                      r.getSin()));
+        Value x = r.getInput();
+        accumulate(x, b.create<RopeGradOp>(loc, x.getType(), g, r.getCos(), r.getSin()));
+        // Position tables are constants in exported models; computed ones get their rule too:
+        // d/dcos = g * x and d/dsin = g * rotate_half(x), summed over broadcast axes.
+        if (!r.getCos().getDefiningOp<ConstantOp>())
+          accumulate(r.getCos(), reduceTo(loc, mul(loc, g, x), r.getCos()));
+        if (!r.getSin().getDefiningOp<ConstantOp>())
+          accumulate(r.getSin(), reduceTo(loc, mul(loc, g, rotateHalf(loc, x)), r.getSin()));
         return success();
       })
       .Case<AttentionOp>([&](AttentionOp a) {

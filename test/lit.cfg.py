@@ -17,5 +17,5 @@ config.substitutions.append(("%fixtures", config.fixtures_dir))
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
 config.substitutions.append(("%python", "/usr/bin/python3"))
 llvm_config.add_tool_substitutions(
-    ["mtc", "mt-opt"], [os.path.join(config.mt_obj_root, "tools")])
+    ["mtc", "mt-opt", "mt-run"], [os.path.join(config.mt_obj_root, "tools")])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

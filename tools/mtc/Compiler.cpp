@@ -2,10 +2,12 @@
 // and the outputs: IR at a chosen stage, or a summary for people or for scripts.
 #include "tools/mtc/Compiler.h"
 
+#include "frontend/InlineWeights.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
 #include "passes/Passes.h"
+#include "plan/PlanEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -20,6 +22,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -39,11 +42,14 @@ llvm::cl::opt<std::string> outputPath("o", llvm::cl::desc("Output file ('-' for 
                                       llvm::cl::value_desc("file"), llvm::cl::init("-"),
                                       llvm::cl::cat(category));
 
-enum class Stage { Import, Graph };
+enum class Stage { Import, Graph, Train, Plan };
 llvm::cl::opt<Stage> emit(
-    "emit", llvm::cl::desc("The stage to print"), llvm::cl::init(Stage::Graph),
+    "emit",
+    llvm::cl::desc("The stage to write (default: plan when -o names a .mtp file, else graph)"),
     llvm::cl::values(clEnumValN(Stage::Import, "import", "the graph as imported, before raising"),
-                     clEnumValN(Stage::Graph, "graph", "the graph after raising to fused ops")),
+                     clEnumValN(Stage::Graph, "graph", "the graph after raising to fused ops"),
+                     clEnumValN(Stage::Train, "train", "the training step: loss and backward"),
+                     clEnumValN(Stage::Plan, "plan", "the plan that mt-run executes (binary)")),
     llvm::cl::cat(category));
 
 enum class Summary { None, Text, Json };
@@ -146,6 +152,28 @@ void printSummary(ModuleOp module, llvm::raw_ostream &os) {
   os << "\n";
 }
 
+/// Writes the plan to -o, and the bytes of inline parameters to a weights file beside it.
+bool writePlan(ModuleOp module) {
+  if (outputPath == "-") {
+    llvm::errs() << "mtc: a plan is binary; name its file with -o model.mtp\n";
+    return false;
+  }
+  if (failed(writeInlineWeights(module, outputPath + ".weights")))
+    return false;
+  plan::Plan plan;
+  if (failed(emitPlan(module, llvm::sys::path::parent_path(outputPath), plan)))
+    return false;
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
+  if (!output) {
+    llvm::errs() << "mtc: " << error << "\n";
+    return false;
+  }
+  output->os() << plan.SerializeAsString();
+  output->keep();
+  return true;
+}
+
 } // namespace
 
 int compilerMain(int argc, char **argv) {
@@ -164,14 +192,21 @@ int compilerMain(int argc, char **argv) {
   if (!module)
     return 1;
 
-  if (emit != Stage::Import) {
+  Stage stage = emit.getNumOccurrences()                         ? emit.getValue()
+                 : llvm::StringRef(outputPath).ends_with(".mtp") ? Stage::Plan
+                                                                  : Stage::Graph;
+  if (stage != Stage::Import) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
     buildRaisePassPipeline(pm);
+    if (stage >= Stage::Train)
+      buildTrainPassPipeline(pm);
     if (failed(pm.run(*module)))
       return 1;
   }
+  if (stage == Stage::Plan && summary == Summary::None)
+    return writePlan(*module) ? 0 : 1;
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);

@@ -1,0 +1,194 @@
+// Plan emission: values numbered in program order, one command per op, parameters with the
+// files their initial bytes are in, and torch.optim.AdamW's defaults.
+#include "plan/PlanEmitter.h"
+
+#include "ir/MtOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace mt {
+
+namespace {
+
+plan::DType dtypeOf(Type type) {
+  if (type.isF32())
+    return plan::F32;
+  if (type.isF64())
+    return plan::F64;
+  if (type.isF16())
+    return plan::F16;
+  if (type.isBF16())
+    return plan::BF16;
+  if (type.isInteger(64))
+    return plan::I64;
+  if (type.isInteger(32))
+    return plan::I32;
+  if (type.isInteger(8))
+    return plan::I8;
+  if (type.isInteger(1))
+    return plan::BOOL;
+  return plan::DTYPE_UNSPECIFIED;
+}
+
+void setType(Type type, plan::TensorType &out) {
+  auto tensor = llvm::cast<RankedTensorType>(type);
+  for (int64_t d : tensor.getShape())
+    out.add_shape(d);
+  out.set_dtype(dtypeOf(tensor.getElementType()));
+}
+
+/// Little-endian row-major bytes of a constant; booleans one byte each.
+std::string constantBytes(DenseElementsAttr attr) {
+  std::string bytes;
+  Type element = attr.getElementType();
+  auto append = [&](const auto &value) {
+    bytes.append(reinterpret_cast<const char *>(&value), sizeof(value));
+  };
+  if (auto floatType = llvm::dyn_cast<FloatType>(element)) {
+    for (const APFloat &value : attr.getValues<APFloat>()) {
+      APInt bits = value.bitcastToAPInt();
+      for (unsigned byte = 0; byte < floatType.getWidth() / 8; ++byte)
+        bytes.push_back(static_cast<char>(bits.extractBitsAsZExtValue(8, byte * 8)));
+    }
+    return bytes;
+  }
+  unsigned width = element.getIntOrFloatBitWidth();
+  for (const APInt &value : attr.getValues<APInt>()) {
+    if (width == 1)
+      bytes.push_back(static_cast<char>(value.getBoolValue()));
+    else
+      for (unsigned byte = 0; byte < width / 8; ++byte)
+        bytes.push_back(static_cast<char>(value.extractBitsAsZExtValue(8, byte * 8)));
+  }
+  return bytes;
+}
+
+LogicalResult setAttribute(Operation *op, NamedAttribute named, plan::Command &command) {
+  plan::Attribute out;
+  Attribute value = named.getValue();
+  if (auto integer = llvm::dyn_cast<IntegerAttr>(value))
+    out.set_i(integer.getInt());
+  else if (auto real = llvm::dyn_cast<FloatAttr>(value))
+    out.set_f(real.getValueAsDouble());
+  else if (auto text = llvm::dyn_cast<StringAttr>(value))
+    out.set_s(text.str());
+  else if (auto ints = llvm::dyn_cast<DenseI64ArrayAttr>(value))
+    for (int64_t i : ints.asArrayRef())
+      out.mutable_ints()->add_values(i);
+  else if (llvm::isa<UnitAttr>(value))
+    out.set_flag(true);
+  else
+    return op->emitOpError("attribute '") << named.getName().strref()
+                                          << "' has no form in the plan";
+  (*command.mutable_attributes())[named.getName().str()] = out;
+  return success();
+}
+
+/// Where the plan says a parameter file is: relative to the plan's folder when inside it.
+std::string planPath(llvm::StringRef file, llvm::StringRef modelDir, llvm::StringRef planDir) {
+  llvm::SmallString<256> path(file);
+  if (llvm::sys::path::is_relative(path)) {
+    path = modelDir;
+    llvm::sys::path::append(path, file);
+  }
+  llvm::sys::fs::make_absolute(path);
+  llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+  llvm::SmallString<256> dir(planDir);
+  llvm::sys::fs::make_absolute(dir);
+  llvm::sys::path::remove_dots(dir, true);
+  if (llvm::sys::path::parent_path(path) == dir)
+    return llvm::sys::path::filename(path).str();
+  return path.str().str();
+}
+
+} // namespace
+
+LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &plan) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step || step.getBlocks().size() != 1)
+    return module.emitError("no single-block @train_step to emit; run mt-autodiff first");
+  auto source = module->getAttrOfType<StringAttr>("mt.source");
+  plan.set_format_version(1);
+  plan.set_model(source ? source.str() : "");
+  llvm::StringRef modelDir = source ? llvm::sys::path::parent_path(source.getValue()) : "";
+
+  llvm::StringMap<int> parameterIndex;
+  for (ParameterOp parameter : module.getOps<ParameterOp>()) {
+    parameterIndex[parameter.getSymName()] = plan.parameters_size();
+    plan::Parameter *out = plan.add_parameters();
+    out->set_name(parameter.getSymName().str());
+    setType(parameter.getTensorType(), *out->mutable_type());
+    if (std::optional<StringRef> file = parameter.getExternalFile()) {
+      out->set_file(planPath(*file, modelDir, planDir));
+      out->set_offset(*parameter.getOffset());
+      out->set_length(*parameter.getLength());
+    }
+  }
+
+  plan::Program &program = *plan.mutable_step();
+  DenseMap<Value, int> ids;
+  auto define = [&](Value value) {
+    ids[value] = program.values_size();
+    plan::Value *out = program.add_values();
+    setType(value.getType(), *out->mutable_type());
+    return out;
+  };
+  for (BlockArgument argument : step.getArguments()) {
+    define(argument)->set_input(argument.getArgNumber());
+    auto name = step.getArgAttrOfType<StringAttr>(argument.getArgNumber(), "mt.name");
+    plan::Input *input = program.add_inputs();
+    input->set_name(name ? name.str() : "input" + std::to_string(argument.getArgNumber()));
+    input->set_value(ids[argument]);
+  }
+  for (Operation &op : step.getBody().front()) {
+    if (auto read = llvm::dyn_cast<ParamOp>(op)) {
+      define(read.getResult())->set_parameter(parameterIndex.lookup(read.getName()));
+      continue;
+    }
+    if (auto constant = llvm::dyn_cast<ConstantOp>(op)) {
+      auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense)
+        return constant.emitOpError("holds a constant the plan cannot store");
+      define(constant.getResult())->set_constant(constantBytes(dense));
+      continue;
+    }
+    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
+      program.set_loss(ids.lookup(ret.getOperand(0)));
+      for (Value gradient : ret.getOperands().drop_front())
+        program.add_gradients(ids.lookup(gradient));
+      continue;
+    }
+    plan::Command &command = *program.add_commands();
+    command.set_op(op.getName().getStringRef().str());
+    if (auto name = llvm::dyn_cast<NameLoc>(op.getLoc()))
+      command.set_location(name.getName().str());
+    for (Value operand : op.getOperands())
+      command.add_operands(ids.lookup(operand));
+    for (Value result : op.getResults()) {
+      define(result);
+      command.add_results(ids.lookup(result));
+    }
+    for (NamedAttribute attribute : op.getAttrs())
+      if (failed(setAttribute(&op, attribute, command)))
+        return failure();
+    if (auto loss = llvm::dyn_cast<CrossEntropyOp>(op))
+      plan.set_vocabulary(loss.getLogits().getType().getShape().back());
+  }
+  if (program.gradients_size() != plan.parameters_size())
+    return step.emitOpError("returns ") << program.gradients_size() << " gradients for "
+                                        << plan.parameters_size() << " parameters";
+
+  plan::AdamW &adamw = *plan.mutable_optimizer();
+  adamw.set_lr(1e-3);
+  adamw.set_beta1(0.9);
+  adamw.set_beta2(0.999);
+  adamw.set_eps(1e-8);
+  adamw.set_weight_decay(0.01);
+  adamw.set_schedule("constant");
+  return success();
+}
+
+} // namespace mt

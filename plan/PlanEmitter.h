@@ -1,0 +1,19 @@
+// Serializes a training module (after mt-autodiff) into the plan that mt-run executes.
+#ifndef MT_PLAN_PLANEMITTER_H
+#define MT_PLAN_PLANEMITTER_H
+
+#include "plan/plan.pb.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mt {
+
+/// Fills `plan` from `module`'s @train_step. Parameter files are stored relative to
+/// `planDir` when they lie in it, absolute otherwise, so a plan moves with its folder.
+mlir::LogicalResult emitPlan(mlir::ModuleOp module, llvm::StringRef planDir, plan::Plan &plan);
+
+} // namespace mt
+
+#endif // MT_PLAN_PLANEMITTER_H

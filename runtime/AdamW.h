@@ -1,0 +1,27 @@
+// CPU AdamW with torch.optim.AdamW's semantics: decoupled weight decay, bias correction, eps
+// added outside the square root; fp32 master weights and moments.
+#ifndef MT_RUNTIME_ADAMW_H
+#define MT_RUNTIME_ADAMW_H
+
+#include "plan/plan.pb.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mt {
+
+/// The learning rate of step `step` (from 1): linear warmup over `warmup` steps, then
+/// constant or a cosine decay to `min_lr` at `totalSteps`.
+double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps);
+
+/// Scales the gradients so that their global L2 norm is at most `maxNorm` (torch's
+/// clip_grad_norm_); returns the norm before clipping. maxNorm <= 0 only measures.
+double clipGradients(std::vector<std::vector<float>> &gradients, double maxNorm);
+
+/// One update of one parameter in place: `step` counts from 1.
+void adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
+                 double weightDecay, const plan::AdamW &config, int64_t step);
+
+} // namespace mt
+
+#endif // MT_RUNTIME_ADAMW_H

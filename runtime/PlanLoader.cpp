@@ -1,0 +1,92 @@
+// Loading and validating plans.
+#include "runtime/PlanLoader.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace mt {
+
+int64_t bytesPerElement(plan::DType dtype) {
+  switch (dtype) {
+  case plan::F64:
+  case plan::I64:
+    return 8;
+  case plan::F32:
+  case plan::I32:
+    return 4;
+  case plan::F16:
+  case plan::BF16:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+int64_t numElements(const plan::TensorType &type) {
+  int64_t n = 1;
+  for (int64_t d : type.shape())
+    n *= d;
+  return n;
+}
+
+plan::Plan loadPlan(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("cannot open plan " + path);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  plan::Plan plan;
+  auto fail = [&](const std::string &why) {
+    throw std::runtime_error("plan " + path + ": " + why);
+  };
+  if (!plan.ParseFromString(bytes.str()))
+    fail("not a plan (truncated, or not written by mtc)");
+  if (plan.format_version() != 1)
+    fail("format version " + std::to_string(plan.format_version()) + " is not 1");
+
+  const plan::Program &step = plan.step();
+  int values = step.values_size();
+  std::vector<bool> defined(values, false);
+  for (int v = 0; v < values; ++v) {
+    const plan::Value &value = step.values(v);
+    if (value.has_parameter() && (value.parameter() < 0 || value.parameter() >= plan.parameters_size()))
+      fail("value " + std::to_string(v) + " reads parameter " + std::to_string(value.parameter()) +
+           " of " + std::to_string(plan.parameters_size()));
+    if (value.has_constant() &&
+        static_cast<int64_t>(value.constant().size()) !=
+            numElements(value.type()) * bytesPerElement(value.type().dtype()))
+      fail("constant value " + std::to_string(v) + " has the wrong number of bytes");
+    defined[v] = value.source_case() != plan::Value::SOURCE_NOT_SET;
+  }
+  auto checkId = [&](int id, const std::string &what) {
+    if (id < 0 || id >= values)
+      fail(what + " names value " + std::to_string(id) + " of " + std::to_string(values));
+  };
+  for (const plan::Command &command : step.commands()) {
+    std::string where = command.op() + " (" + command.location() + ")";
+    for (int id : command.operands()) {
+      checkId(id, where);
+      if (!defined[id])
+        fail(where + " reads value " + std::to_string(id) + " before it is computed");
+    }
+    for (int id : command.results()) {
+      checkId(id, where);
+      if (defined[id])
+        fail(where + " computes value " + std::to_string(id) + " a second time");
+      defined[id] = true;
+    }
+  }
+  checkId(step.loss(), "the loss");
+  if (step.gradients_size() != plan.parameters_size())
+    fail("it has " + std::to_string(step.gradients_size()) + " gradients for " +
+         std::to_string(plan.parameters_size()) + " parameters");
+  for (int id : step.gradients())
+    checkId(id, "a gradient");
+  for (const plan::Input &input : step.inputs())
+    checkId(input.value(), "input " + input.name());
+  return plan;
+}
+
+} // namespace mt

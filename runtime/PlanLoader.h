@@ -1,0 +1,21 @@
+// Reads a plan file and checks that it is a program mt-run can execute: every value id in
+// range, every command's operands defined before it, one gradient per parameter.
+#ifndef MT_RUNTIME_PLANLOADER_H
+#define MT_RUNTIME_PLANLOADER_H
+
+#include "plan/plan.pb.h"
+
+#include <string>
+
+namespace mt {
+
+/// The plan at `path`; throws std::runtime_error naming the file and the first problem.
+plan::Plan loadPlan(const std::string &path);
+
+/// Bytes per element of a dtype as stored in files and constants (booleans take one byte).
+int64_t bytesPerElement(plan::DType dtype);
+int64_t numElements(const plan::TensorType &type);
+
+} // namespace mt
+
+#endif // MT_RUNTIME_PLANLOADER_H

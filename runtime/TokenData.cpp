@@ -1,0 +1,77 @@
+// Reading token files and cutting them into batches.
+#include "runtime/TokenData.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+namespace mt {
+
+namespace {
+// llm.c's token files start with 256 int32: magic, version, token count.
+constexpr int32_t kLlmcMagic = 20240520;
+constexpr size_t kLlmcHeaderBytes = 256 * sizeof(int32_t);
+} // namespace
+
+TokenData::TokenData(const std::string &path, const std::string &dtype) : path(path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("cannot open data file " + path);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t offset = 0, width = dtype == "u32" ? 4 : 2;
+  int64_t count = -1;
+  int32_t header[3];
+  if (bytes.size() >= kLlmcHeaderBytes) {
+    std::memcpy(header, bytes.data(), sizeof(header));
+    if (header[0] == kLlmcMagic) {
+      if (header[1] != 1)
+        throw std::runtime_error(path + ": llm.c token file version " + std::to_string(header[1]) +
+                                 " is not 1 (uint16 tokens)");
+      offset = kLlmcHeaderBytes;
+      width = 2;
+      count = header[2];
+      formatName = "llm.c uint16";
+    }
+  }
+  if (dtype != "u16" && dtype != "u32")
+    throw std::runtime_error("--data-dtype must be u16 or u32, got " + dtype);
+  if (formatName.empty())
+    formatName = width == 2 ? "raw uint16" : "raw uint32";
+  size_t available = (bytes.size() - offset) / width;
+  if (count < 0)
+    count = available;
+  if ((bytes.size() - offset) % width != 0 || static_cast<size_t>(count) > available)
+    throw std::runtime_error(path + ": size does not match " + formatName + " tokens");
+  tokens.resize(count);
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t token = 0;
+    std::memcpy(&token, bytes.data() + offset + i * width, width);
+    tokens[i] = token;
+  }
+  if (tokens.empty())
+    throw std::runtime_error(path + " holds no tokens");
+}
+
+Batch TokenData::next(int64_t batch, int64_t length, int64_t vocabulary) {
+  Batch result;
+  int64_t window = length + 1;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < window; ++t) {
+      int64_t position = (cursor + b * window + t) % size();
+      int64_t token = tokens[position];
+      if (vocabulary > 0 && token >= vocabulary)
+        throw std::runtime_error(path + ": token " + std::to_string(token) + " at position " +
+                                 std::to_string(position) + " is not below the vocabulary size " +
+                                 std::to_string(vocabulary));
+      if (t < length)
+        result.inputs.push_back(token);
+      if (t > 0)
+        result.targets.push_back(token);
+    }
+  }
+  cursor = (cursor + batch * window) % size();
+  return result;
+}
+
+} // namespace mt

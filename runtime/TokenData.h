@@ -1,0 +1,39 @@
+// Training tokens from a file: nanoGPT's raw uint16, llm.c's headered format (recognized by
+// its magic) or raw uint32; batches of consecutive windows that wrap at the end.
+#ifndef MT_RUNTIME_TOKENDATA_H
+#define MT_RUNTIME_TOKENDATA_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mt {
+
+struct Batch {
+  std::vector<int64_t> inputs;   // B x T
+  std::vector<int64_t> targets;  // B x T, the inputs shifted by one
+};
+
+class TokenData {
+public:
+  /// `dtype` is "u16" or "u32" for raw files; a file with llm.c's header is read as it says.
+  TokenData(const std::string &path, const std::string &dtype);
+
+  /// The next batch of B sequences of length T: B*(T+1) consecutive tokens, sequence b the
+  /// first T tokens of its window as inputs and the last T as targets. Throws naming the
+  /// position of a token id >= vocabulary.
+  Batch next(int64_t batch, int64_t length, int64_t vocabulary);
+
+  int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+  const std::string &format() const { return formatName; }
+
+private:
+  std::string path;
+  std::string formatName;
+  std::vector<uint32_t> tokens;
+  int64_t cursor = 0;
+};
+
+} // namespace mt
+
+#endif // MT_RUNTIME_TOKENDATA_H

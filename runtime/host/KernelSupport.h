@@ -1,0 +1,218 @@
+// What the kernel families share: a command's operands, results and attributes with errors
+// that name the op, numpy broadcasting walks and the split of heavy work over the cores, so
+// that each family file holds only its arithmetic.
+#ifndef MT_RUNTIME_HOST_KERNELSUPPORT_H
+#define MT_RUNTIME_HOST_KERNELSUPPORT_H
+
+#include "runtime/host/Kernels.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+namespace mt::host::detail {
+
+/// The product of shape[begin, end).
+inline int64_t product(const Shape &shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i)
+    n *= shape[i];
+  return n;
+}
+inline int64_t product(const Shape &shape) { return product(shape, 0, shape.size()); }
+
+/// Row-major strides of `shape`.
+inline std::vector<int64_t> stridesOf(const Shape &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+template <typename T>
+struct Args {
+  const plan::Command &command;
+  const std::vector<const HostTensor<T> *> &operands;
+  const std::vector<HostTensor<T> *> &results;
+
+  [[noreturn]] void fail(const std::string &message) const {
+    std::string where = command.location().empty() ? "" : " at " + command.location();
+    throw KernelError(command.op() + where + ": " + message);
+  }
+
+  void expectCounts(size_t minOperands, size_t maxOperands, size_t resultCount) const {
+    if (operands.size() < minOperands || operands.size() > maxOperands)
+      fail("takes " + std::to_string(minOperands) +
+           (maxOperands != minOperands ? " to " + std::to_string(maxOperands) : "") +
+           " operands, got " + std::to_string(operands.size()));
+    if (results.size() != resultCount)
+      fail("has " + std::to_string(resultCount) + " results, got " +
+           std::to_string(results.size()));
+    for (size_t i = 0; i < operands.size(); ++i) {
+      const HostTensor<T> &t = *operands[i];
+      size_t stored = t.isFloat ? t.reals.size() : t.ints.size();
+      if (static_cast<int64_t>(stored) != t.size())
+        fail("operand " + std::to_string(i) + " holds " + std::to_string(stored) +
+             " elements for its shape of " + std::to_string(t.size()));
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      const HostTensor<T> &t = *results[i];
+      size_t stored = t.isFloat ? t.reals.size() : t.ints.size();
+      if (static_cast<int64_t>(stored) != t.size())
+        fail("result " + std::to_string(i) + " is not sized for its shape");
+    }
+  }
+
+  const HostTensor<T> &in(size_t i) const { return *operands[i]; }
+  HostTensor<T> &out(size_t i) const { return *results[i]; }
+
+  const std::vector<T> &reals(size_t operand) const {
+    if (!in(operand).isFloat)
+      fail("operand " + std::to_string(operand) + " must be a float tensor");
+    return in(operand).reals;
+  }
+  const std::vector<int64_t> &ints(size_t operand) const {
+    if (in(operand).isFloat)
+      fail("operand " + std::to_string(operand) + " must be an integer tensor");
+    return in(operand).ints;
+  }
+  std::vector<T> &realResult(size_t result) const {
+    if (!out(result).isFloat)
+      fail("result " + std::to_string(result) + " must be a float tensor");
+    return out(result).reals;
+  }
+
+  const plan::Attribute *find(const char *name) const {
+    auto it = command.attributes().find(name);
+    return it == command.attributes().end() ? nullptr : &it->second;
+  }
+  const plan::Attribute &require(const char *name, plan::Attribute::ValueCase kind,
+                                 const char *what) const {
+    const plan::Attribute *attribute = find(name);
+    if (!attribute)
+      fail(std::string("missing attribute '") + name + "'");
+    if (attribute->value_case() != kind)
+      fail(std::string("attribute '") + name + "' must be " + what);
+    return *attribute;
+  }
+  int64_t attrInt(const char *name) const {
+    return require(name, plan::Attribute::kI, "an integer").i();
+  }
+  double attrFloat(const char *name) const {
+    const plan::Attribute *attribute = find(name);
+    if (attribute && attribute->value_case() == plan::Attribute::kI)
+      return static_cast<double>(attribute->i());
+    return require(name, plan::Attribute::kF, "a number").f();
+  }
+  std::string attrString(const char *name, const std::string &fallback) const {
+    return find(name) ? require(name, plan::Attribute::kS, "a string").s() : fallback;
+  }
+  std::vector<int64_t> attrInts(const char *name) const {
+    const auto &values = require(name, plan::Attribute::kInts, "an integer list").ints().values();
+    return {values.begin(), values.end()};
+  }
+  bool flag(const char *name) const {
+    const plan::Attribute *attribute = find(name);
+    return attribute && attribute->value_case() == plan::Attribute::kFlag && attribute->flag();
+  }
+
+  /// An axis attribute normalized against `rank` (negative counts from the back).
+  int64_t axis(const char *name, size_t rank) const {
+    int64_t axis = attrInt(name);
+    int64_t r = static_cast<int64_t>(rank);
+    if (axis < -r || axis >= std::max<int64_t>(r, 1))
+      fail(std::string("attribute '") + name + "' = " + std::to_string(axis) +
+           " is out of range for rank " + std::to_string(rank));
+    return axis < 0 ? axis + r : axis;
+  }
+
+  /// The strides of `shape` read as `target` under numpy broadcasting: 0 on broadcast axes.
+  std::vector<int64_t> broadcastStrides(const Shape &shape, const Shape &target) const {
+    if (shape.size() > target.size())
+      fail("cannot broadcast rank " + std::to_string(shape.size()) + " to rank " +
+           std::to_string(target.size()));
+    std::vector<int64_t> own = stridesOf(shape);
+    std::vector<int64_t> strides(target.size(), 0);
+    size_t lead = target.size() - shape.size();
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == target[lead + d])
+        strides[lead + d] = shape[d] == 1 ? 0 : own[d];
+      else if (shape[d] != 1)
+        fail("cannot broadcast axis " + std::to_string(d) + " of size " +
+             std::to_string(shape[d]) + " to " + std::to_string(target[lead + d]));
+    }
+    return strides;
+  }
+};
+
+/// Calls body(index, offsets) for every element of `shape` in row-major order, where
+/// offsets[k] is the element's position in operand k as addressed by strides[k].
+template <size_t N, typename F>
+void walk(const Shape &shape, const std::array<std::vector<int64_t>, N> &strides, F &&body) {
+  int64_t total = product(shape);
+  size_t rank = shape.size();
+  std::vector<int64_t> index(rank, 0);
+  std::array<int64_t, N> offsets{};
+  for (int64_t i = 0; i < total; ++i) {
+    body(i, offsets);
+    for (size_t d = rank; d-- > 0;) {
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] += strides[k][d];
+      if (++index[d] < shape[d])
+        break;
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] -= strides[k][d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+/// Runs body(begin, end) over [0, n) split into one contiguous range per core when the work
+/// (about n * workPerItem multiply-adds) pays for threads. Each index is computed by one
+/// thread in a fixed order, so results never depend on the split; bodies must not throw.
+template <typename F>
+void parallelFor(int64_t n, double workPerItem, F &&body) {
+  int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (cores == 1 || n < 2 || static_cast<double>(n) * workPerItem < 1e6) {
+    body(int64_t{0}, n);
+    return;
+  }
+  int64_t parts = std::min(cores, n);
+  std::vector<std::thread> threads;
+  for (int64_t p = 1; p < parts; ++p)
+    threads.emplace_back([&body, p, parts, n] { body(n * p / parts, n * (p + 1) / parts); });
+  body(int64_t{0}, n / parts);
+  for (std::thread &thread : threads)
+    thread.join();
+}
+
+/// Calls f with the HostTensor member holding the elements (reals or ints), for kernels
+/// that move elements without looking at them.
+template <typename T, typename F>
+void byElementKind(const Args<T> &args, F &&f) {
+  bool isFloat = args.out(0).isFloat;
+  for (size_t i = 0; i < args.operands.size(); ++i)
+    if (args.in(i).isFloat != isFloat)
+      args.fail("operand " + std::to_string(i) + " and the result differ in element kind");
+  if (isFloat)
+    f(&HostTensor<T>::reals);
+  else
+    f(&HostTensor<T>::ints);
+}
+
+template <typename T>
+using Kernel = void (*)(const Args<T> &);
+template <typename T>
+using KernelMap = std::unordered_map<std::string, Kernel<T>>;
+
+template <typename T> void addElementwiseKernels(KernelMap<T> &kernels);
+template <typename T> void addLinalgKernels(KernelMap<T> &kernels);
+template <typename T> void addNormalizationKernels(KernelMap<T> &kernels);
+template <typename T> void addTransformerKernels(KernelMap<T> &kernels);
+template <typename T> void addViewKernels(KernelMap<T> &kernels);
+
+} // namespace mt::host::detail
+
+#endif // MT_RUNTIME_HOST_KERNELSUPPORT_H

@@ -1,0 +1,342 @@
+// Reductions and the kernels built on them: reduce_*, softmax, rms_norm, layer_norm and
+// cross_entropy with their gradients. Every sum is taken in double, in element order, so
+// float training stays close to PyTorch's and runs are reproducible.
+#include "runtime/host/KernelSupport.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mt::host::detail {
+namespace {
+
+enum class Reduction { Sum, Mean, Max };
+
+template <typename T>
+void reduce(const Args<T> &args, Reduction kind) {
+  args.expectCounts(1, 1, 1);
+  const Shape &shape = args.in(0).shape;
+  Shape kept = shape;
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t axis : args.attrInts("axes")) {
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
+      args.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+                std::to_string(shape.size()));
+    reduced[axis] = true;
+    kept[axis] = 1;
+  }
+  Shape dropped;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!reduced[d])
+      dropped.push_back(shape[d]);
+  if (args.out(0).shape != (args.flag("keepdims") ? kept : dropped))
+    args.fail("the result's shape does not match the reduced axes");
+
+  std::vector<int64_t> outStrides = stridesOf(kept);
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (reduced[d])
+      outStrides[d] = 0;
+  int64_t outSize = product(kept);
+  std::vector<double> acc(static_cast<size_t>(outSize),
+                          kind == Reduction::Max ? -std::numeric_limits<double>::infinity()
+                                                 : 0.0);
+  const std::vector<T> &x = args.reals(0);
+  walk<1>(shape, {outStrides}, [&](int64_t i, const std::array<int64_t, 1> &at) {
+    double v = static_cast<double>(x[i]);
+    double &a = acc[at[0]];
+    if (kind != Reduction::Max)
+      a += v;
+    else if (std::isnan(v) || v > a)
+      a = v;
+  });
+  double count = static_cast<double>(product(shape)) / static_cast<double>(outSize);
+  std::vector<T> &out = args.realResult(0);
+  for (int64_t i = 0; i < outSize; ++i)
+    out[i] = static_cast<T>(kind == Reduction::Mean ? acc[i] / count : acc[i]);
+}
+
+/// The sizes around `axis`: elements are at (outer * length + position) * inner + innerIndex.
+struct AxisSplit {
+  int64_t outer, length, inner;
+};
+
+template <typename T>
+AxisSplit splitAt(const Args<T> &args, const Shape &shape) {
+  int64_t axis = args.axis("axis", shape.size());
+  if (shape.empty())
+    return {1, 1, 1};
+  return {product(shape, 0, axis), shape[axis], product(shape, axis + 1, shape.size())};
+}
+
+template <typename T>
+void softmax(const Args<T> &args) {
+  args.expectCounts(1, 1, 1);
+  if (args.in(0).shape != args.out(0).shape)
+    args.fail("the result's shape differs from the input's");
+  AxisSplit s = splitAt(args, args.in(0).shape);
+  const std::vector<T> &x = args.reals(0);
+  std::vector<T> &y = args.realResult(0);
+  std::vector<double> e(static_cast<size_t>(s.length));
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      int64_t base = o * s.length * s.inner + in;
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t l = 0; l < s.length; ++l)
+        max = std::max(max, static_cast<double>(x[base + l * s.inner]));
+      double sum = 0.0;
+      for (int64_t l = 0; l < s.length; ++l)
+        sum += e[l] = std::exp(static_cast<double>(x[base + l * s.inner]) - max);
+      for (int64_t l = 0; l < s.length; ++l)
+        y[base + l * s.inner] = static_cast<T>(e[l] / sum);
+    }
+}
+
+template <typename T>
+void softmaxGrad(const Args<T> &args) {
+  args.expectCounts(2, 2, 1);
+  const Shape &shape = args.in(0).shape;
+  if (args.in(1).shape != shape || args.out(0).shape != shape)
+    args.fail("output, grad and result differ in shape");
+  AxisSplit s = splitAt(args, shape);
+  const std::vector<T> &y = args.reals(0), &g = args.reals(1);
+  std::vector<T> &dx = args.realResult(0);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      int64_t base = o * s.length * s.inner + in;
+      double dot = 0.0;
+      for (int64_t l = 0; l < s.length; ++l) {
+        int64_t i = base + l * s.inner;
+        dot += static_cast<double>(g[i]) * static_cast<double>(y[i]);
+      }
+      for (int64_t l = 0; l < s.length; ++l) {
+        int64_t i = base + l * s.inner;
+        dx[i] = static_cast<T>(static_cast<double>(y[i]) * (static_cast<double>(g[i]) - dot));
+      }
+    }
+}
+
+/// The row length (last axis) of a normalization, checking its weight-like operands.
+template <typename T>
+int64_t normRow(const Args<T> &args, std::initializer_list<size_t> vectors) {
+  const Shape &shape = args.in(0).shape;
+  if (shape.empty())
+    args.fail("the input must have rank 1 or more");
+  int64_t d = shape.back();
+  for (size_t operand : vectors)
+    if (args.in(operand).size() != d)
+      args.fail("operand " + std::to_string(operand) + " has " +
+                std::to_string(args.in(operand).size()) + " elements, not the last axis' " +
+                std::to_string(d));
+  return d;
+}
+
+template <typename T>
+void rmsNorm(const Args<T> &args) {
+  args.expectCounts(2, 2, 1);
+  int64_t d = normRow(args, {1});
+  double epsilon = args.attrFloat("epsilon");
+  const std::vector<T> &x = args.reals(0), &w = args.reals(1);
+  std::vector<T> &y = args.realResult(0);
+  int64_t rows = args.in(0).size() / std::max<int64_t>(d, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = x.data() + r * d;
+    double squares = 0.0;
+    for (int64_t j = 0; j < d; ++j)
+      squares += static_cast<double>(xr[j]) * static_cast<double>(xr[j]);
+    double inv = 1.0 / std::sqrt(squares / static_cast<double>(d) + epsilon);
+    for (int64_t j = 0; j < d; ++j)
+      y[r * d + j] = static_cast<T>(static_cast<double>(xr[j]) * inv * static_cast<double>(w[j]));
+  }
+}
+
+template <typename T>
+void rmsNormGrad(const Args<T> &args) {
+  args.expectCounts(3, 3, 2);
+  int64_t d = normRow(args, {1});
+  if (args.in(2).shape != args.in(0).shape)
+    args.fail("grad and input differ in shape");
+  double epsilon = args.attrFloat("epsilon");
+  const std::vector<T> &x = args.reals(0), &w = args.reals(1), &g = args.reals(2);
+  std::vector<T> &dx = args.realResult(0), &dw = args.realResult(1);
+  std::vector<double> dwAcc(static_cast<size_t>(d), 0.0);
+  int64_t rows = args.in(0).size() / std::max<int64_t>(d, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = x.data() + r * d, *gr = g.data() + r * d;
+    double squares = 0.0, dot = 0.0;
+    for (int64_t j = 0; j < d; ++j) {
+      double xj = static_cast<double>(xr[j]);
+      squares += xj * xj;
+      dot += static_cast<double>(gr[j]) * static_cast<double>(w[j]) * xj;
+    }
+    double inv = 1.0 / std::sqrt(squares / static_cast<double>(d) + epsilon);
+    double correction = inv * inv * inv * dot / static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j) {
+      double xj = static_cast<double>(xr[j]), gj = static_cast<double>(gr[j]);
+      dx[r * d + j] = static_cast<T>(inv * static_cast<double>(w[j]) * gj - xj * correction);
+      dwAcc[j] += gj * xj * inv;
+    }
+  }
+  for (int64_t j = 0; j < d; ++j)
+    dw[j] = static_cast<T>(dwAcc[j]);
+}
+
+/// The mean and 1 / sqrt(biased variance + epsilon) of a row.
+template <typename T>
+std::pair<double, double> rowMoments(const T *row, int64_t d, double epsilon) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < d; ++j)
+    sum += static_cast<double>(row[j]);
+  double mean = sum / static_cast<double>(d);
+  double squares = 0.0;
+  for (int64_t j = 0; j < d; ++j) {
+    double centered = static_cast<double>(row[j]) - mean;
+    squares += centered * centered;
+  }
+  return {mean, 1.0 / std::sqrt(squares / static_cast<double>(d) + epsilon)};
+}
+
+template <typename T>
+void layerNorm(const Args<T> &args) {
+  args.expectCounts(2, 3, 1);
+  bool hasBias = args.operands.size() == 3;
+  int64_t d = hasBias ? normRow(args, {1, 2}) : normRow(args, {1});
+  double epsilon = args.attrFloat("epsilon");
+  const std::vector<T> &x = args.reals(0), &w = args.reals(1);
+  const T *b = hasBias ? args.reals(2).data() : nullptr;
+  std::vector<T> &y = args.realResult(0);
+  int64_t rows = args.in(0).size() / std::max<int64_t>(d, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = x.data() + r * d;
+    auto [mean, inv] = rowMoments(xr, d, epsilon);
+    for (int64_t j = 0; j < d; ++j) {
+      double v = (static_cast<double>(xr[j]) - mean) * inv * static_cast<double>(w[j]);
+      y[r * d + j] = static_cast<T>(b ? v + static_cast<double>(b[j]) : v);
+    }
+  }
+}
+
+template <typename T>
+void layerNormGrad(const Args<T> &args) {
+  args.expectCounts(3, 3, 3);
+  int64_t d = normRow(args, {1});
+  if (args.in(2).shape != args.in(0).shape)
+    args.fail("grad and input differ in shape");
+  double epsilon = args.attrFloat("epsilon");
+  const std::vector<T> &x = args.reals(0), &w = args.reals(1), &g = args.reals(2);
+  std::vector<T> &dx = args.realResult(0), &dw = args.realResult(1), &db = args.realResult(2);
+  std::vector<double> dwAcc(static_cast<size_t>(d), 0.0), dbAcc(static_cast<size_t>(d), 0.0);
+  std::vector<double> normalized(static_cast<size_t>(d));
+  int64_t rows = args.in(0).size() / std::max<int64_t>(d, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = x.data() + r * d, *gr = g.data() + r * d;
+    auto [mean, inv] = rowMoments(xr, d, epsilon);
+    double sumDn = 0.0, sumDnN = 0.0;
+    for (int64_t j = 0; j < d; ++j) {
+      double gj = static_cast<double>(gr[j]);
+      normalized[j] = (static_cast<double>(xr[j]) - mean) * inv;
+      double dn = gj * static_cast<double>(w[j]);
+      sumDn += dn;
+      sumDnN += dn * normalized[j];
+      dwAcc[j] += gj * normalized[j];
+      dbAcc[j] += gj;
+    }
+    double meanDn = sumDn / static_cast<double>(d), meanDnN = sumDnN / static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j) {
+      double dn = static_cast<double>(gr[j]) * static_cast<double>(w[j]);
+      dx[r * d + j] = static_cast<T>(inv * (dn - meanDn - normalized[j] * meanDnN));
+    }
+  }
+  for (int64_t j = 0; j < d; ++j) {
+    dw[j] = static_cast<T>(dwAcc[j]);
+    db[j] = static_cast<T>(dbAcc[j]);
+  }
+}
+
+/// The vocabulary size and the position count of a cross-entropy, checking the targets.
+template <typename T>
+std::pair<int64_t, int64_t> checkTargets(const Args<T> &args) {
+  const Shape &shape = args.in(0).shape;
+  if (shape.empty())
+    args.fail("the logits must have rank 1 or more");
+  int64_t v = shape.back();
+  int64_t positions = product(shape, 0, shape.size() - 1);
+  const std::vector<int64_t> &targets = args.ints(1);
+  if (static_cast<int64_t>(targets.size()) != positions)
+    args.fail("has " + std::to_string(targets.size()) + " targets for " +
+              std::to_string(positions) + " positions");
+  for (int64_t i = 0; i < positions; ++i)
+    if (targets[i] < 0 || targets[i] >= v)
+      args.fail("target " + std::to_string(targets[i]) + " at position " + std::to_string(i) +
+                " is outside the vocabulary of " + std::to_string(v));
+  return {v, positions};
+}
+
+template <typename T>
+double logSumExp(const T *row, int64_t v) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < v; ++j)
+    max = std::max(max, static_cast<double>(row[j]));
+  double sum = 0.0;
+  for (int64_t j = 0; j < v; ++j)
+    sum += std::exp(static_cast<double>(row[j]) - max);
+  return max + std::log(sum);
+}
+
+template <typename T>
+void crossEntropy(const Args<T> &args) {
+  args.expectCounts(2, 2, 1);
+  auto [v, positions] = checkTargets(args);
+  if (args.out(0).size() != 1)
+    args.fail("the result must be a scalar");
+  const std::vector<T> &logits = args.reals(0);
+  const std::vector<int64_t> &targets = args.ints(1);
+  double total = 0.0;
+  for (int64_t i = 0; i < positions; ++i) {
+    const T *row = logits.data() + i * v;
+    total += logSumExp(row, v) - static_cast<double>(row[targets[i]]);
+  }
+  args.realResult(0)[0] = static_cast<T>(total / static_cast<double>(positions));
+}
+
+template <typename T>
+void crossEntropyGrad(const Args<T> &args) {
+  args.expectCounts(3, 3, 1);
+  auto [v, positions] = checkTargets(args);
+  if (args.in(2).size() != 1)
+    args.fail("the grad must be a scalar");
+  if (args.out(0).shape != args.in(0).shape)
+    args.fail("the result's shape differs from the logits'");
+  const std::vector<T> &logits = args.reals(0);
+  const std::vector<int64_t> &targets = args.ints(1);
+  double scale = static_cast<double>(args.reals(2)[0]) / static_cast<double>(positions);
+  std::vector<T> &out = args.realResult(0);
+  for (int64_t i = 0; i < positions; ++i) {
+    const T *row = logits.data() + i * v;
+    double lse = logSumExp(row, v);
+    for (int64_t j = 0; j < v; ++j) {
+      double p = std::exp(static_cast<double>(row[j]) - lse);
+      out[i * v + j] = static_cast<T>((p - (j == targets[i] ? 1.0 : 0.0)) * scale);
+    }
+  }
+}
+
+} // namespace
+
+template <typename T>
+void addNormalizationKernels(KernelMap<T> &kernels) {
+  kernels["mt.reduce_sum"] = [](const Args<T> &args) { reduce(args, Reduction::Sum); };
+  kernels["mt.reduce_mean"] = [](const Args<T> &args) { reduce(args, Reduction::Mean); };
+  kernels["mt.reduce_max"] = [](const Args<T> &args) { reduce(args, Reduction::Max); };
+  kernels["mt.softmax"] = softmax<T>;
+  kernels["mt.softmax_grad"] = softmaxGrad<T>;
+  kernels["mt.rms_norm"] = rmsNorm<T>;
+  kernels["mt.rms_norm_grad"] = rmsNormGrad<T>;
+  kernels["mt.layer_norm"] = layerNorm<T>;
+  kernels["mt.layer_norm_grad"] = layerNormGrad<T>;
+  kernels["mt.cross_entropy"] = crossEntropy<T>;
+  kernels["mt.cross_entropy_grad"] = crossEntropyGrad<T>;
+}
+
+template void addNormalizationKernels<float>(KernelMap<float> &);
+template void addNormalizationKernels<double>(KernelMap<double> &);
+
+} // namespace mt::host::detail

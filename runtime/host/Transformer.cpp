@@ -1,0 +1,238 @@
+// The fused transformer kernels: embedding lookup, rotary embedding and grouped-query
+// attention, with the gradients of the last two. Attention runs one (batch, query head) per
+// task over the cores; key and value gradients go to per-head buffers summed in head order
+// afterwards, so that the result does not depend on the thread split.
+#include "runtime/host/KernelSupport.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mt::host::detail {
+namespace {
+
+template <typename T>
+void embedding(const Args<T> &args) {
+  args.expectCounts(2, 2, 1);
+  const Shape &table = args.in(0).shape;
+  if (table.size() != 2)
+    args.fail("the table must have rank 2");
+  int64_t vocabulary = table[0], d = table[1];
+  const std::vector<int64_t> &ids = args.ints(1);
+  if (args.out(0).size() != static_cast<int64_t>(ids.size()) * d)
+    args.fail("the result is not [..., " + std::to_string(d) + "] over the ids");
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocabulary)
+      args.fail("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                " is outside the table of " + std::to_string(vocabulary) + " rows");
+  const std::vector<T> &rows = args.reals(0);
+  std::vector<T> &out = args.realResult(0);
+  for (size_t i = 0; i < ids.size(); ++i)
+    std::copy_n(rows.begin() + ids[i] * d, d, out.begin() + static_cast<int64_t>(i) * d);
+}
+
+/// mt.rope (x * cos + rotate_half(x) * sin) or, with `transposed`, mt.rope_grad
+/// (g * cos + rotate_half^T(g * sin), where rotate_half^T(y) = concat(y[D/2:], -y[:D/2])).
+template <typename T>
+void rope(const Args<T> &args, bool transposed) {
+  args.expectCounts(3, 3, 1);
+  const Shape &shape = args.in(0).shape;
+  if (shape.empty() || shape.back() % 2 != 0)
+    args.fail("the last axis must exist and have an even size");
+  if (args.out(0).shape != shape)
+    args.fail("the result's shape differs from the input's");
+  int64_t d = shape.back(), half = d / 2;
+  std::array<std::vector<int64_t>, 2> strides = {args.broadcastStrides(args.in(1).shape, shape),
+                                                 args.broadcastStrides(args.in(2).shape, shape)};
+  int64_t sinStep = strides[1].back() * half;
+  const std::vector<T> &x = args.reals(0), &cos = args.reals(1), &sin = args.reals(2);
+  std::vector<T> &out = args.realResult(0);
+  walk(shape, strides, [&](int64_t i, const std::array<int64_t, 2> &at) {
+    bool low = i % d < half;
+    double rotated;
+    if (!transposed)
+      rotated = (low ? -static_cast<double>(x[i + half]) : static_cast<double>(x[i - half])) *
+                static_cast<double>(sin[at[1]]);
+    else if (low)
+      rotated = static_cast<double>(x[i + half]) * static_cast<double>(sin[at[1] + sinStep]);
+    else
+      rotated = -static_cast<double>(x[i - half]) * static_cast<double>(sin[at[1] - sinStep]);
+    out[i] = static_cast<T>(static_cast<double>(x[i]) * static_cast<double>(cos[at[0]]) +
+                            rotated);
+  });
+}
+
+struct AttentionShape {
+  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
+  double scale;
+  bool causal;
+
+  int64_t kvHead(int64_t head) const { return head / (queryHeads / kvHeads); }
+  int64_t visible(int64_t query) const { return causal ? std::min(keys, query + 1) : keys; }
+};
+
+template <typename T>
+AttentionShape attentionShape(const Args<T> &args) {
+  const Shape &q = args.in(0).shape, &k = args.in(1).shape, &v = args.in(2).shape;
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
+    args.fail("query, key and value must have rank 4");
+  AttentionShape a{q[0], q[1], k[1], q[2], k[2], q[3], v[3], args.attrFloat("scale"),
+                   args.flag("causal")};
+  if (k[0] != a.batch || v[0] != a.batch || v[1] != a.kvHeads || v[2] != a.keys ||
+      k[3] != a.depth)
+    args.fail("key or value does not match the query's batch and depth");
+  if (a.kvHeads == 0 || a.queryHeads % a.kvHeads != 0)
+    args.fail(std::to_string(a.kvHeads) + " key/value heads do not divide " +
+              std::to_string(a.queryHeads) + " query heads");
+  return a;
+}
+
+/// `count` rows of `width` elements, transposed into double [width, count].
+template <typename T>
+void transposeToDouble(const T *rows, int64_t count, int64_t width, std::vector<double> &out) {
+  out.resize(static_cast<size_t>(count * width));
+  for (int64_t j = 0; j < count; ++j)
+    for (int64_t c = 0; c < width; ++c)
+      out[c * count + j] = static_cast<double>(rows[j * width + c]);
+}
+
+/// Fills p[0, visible) with the attention probabilities of one query row against keysT
+/// (double [depth, keys]) and returns visible.
+template <typename T>
+int64_t probabilities(const AttentionShape &a, const T *query, const std::vector<double> &keysT,
+                      int64_t row, double *p) {
+  int64_t visible = a.visible(row);
+  std::fill(p, p + visible, 0.0);
+  for (int64_t c = 0; c < a.depth; ++c) {
+    double qc = static_cast<double>(query[c]);
+    const double *kc = keysT.data() + c * a.keys;
+    for (int64_t j = 0; j < visible; ++j)
+      p[j] += qc * kc[j];
+  }
+  double max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < visible; ++j)
+    max = std::max(max, p[j] *= a.scale);
+  double sum = 0.0;
+  for (int64_t j = 0; j < visible; ++j)
+    sum += p[j] = std::exp(p[j] - max);
+  for (int64_t j = 0; j < visible; ++j)
+    p[j] /= sum;
+  return visible;
+}
+
+template <typename T>
+void attention(const Args<T> &args) {
+  args.expectCounts(3, 3, 1);
+  AttentionShape a = attentionShape(args);
+  if (args.out(0).shape != Shape{a.batch, a.queryHeads, a.queries, a.valueDepth})
+    args.fail("the result is not [batch, query heads, queries, value depth]");
+  const T *q = args.reals(0).data(), *k = args.reals(1).data(), *v = args.reals(2).data();
+  T *out = args.realResult(0).data();
+  double work = static_cast<double>(a.queries * a.keys * (a.depth + a.valueDepth));
+  parallelFor(a.batch * a.queryHeads, work, [&](int64_t begin, int64_t end) {
+    std::vector<double> keysT, p(static_cast<size_t>(a.keys)),
+        acc(static_cast<size_t>(a.valueDepth));
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t b = task / a.queryHeads, kv = b * a.kvHeads + a.kvHead(task % a.queryHeads);
+      transposeToDouble(k + kv * a.keys * a.depth, a.keys, a.depth, keysT);
+      const T *values = v + kv * a.keys * a.valueDepth;
+      for (int64_t i = 0; i < a.queries; ++i) {
+        int64_t visible =
+            probabilities(a, q + (task * a.queries + i) * a.depth, keysT, i, p.data());
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < visible; ++j)
+          for (int64_t c = 0; c < a.valueDepth; ++c)
+            acc[c] += p[j] * static_cast<double>(values[j * a.valueDepth + c]);
+        T *row = out + (task * a.queries + i) * a.valueDepth;
+        for (int64_t c = 0; c < a.valueDepth; ++c)
+          row[c] = static_cast<T>(acc[c]);
+      }
+    }
+  });
+}
+
+template <typename T>
+void attentionGrad(const Args<T> &args) {
+  args.expectCounts(4, 4, 3);
+  AttentionShape a = attentionShape(args);
+  if (args.in(3).shape != Shape{a.batch, a.queryHeads, a.queries, a.valueDepth})
+    args.fail("the grad is not [batch, query heads, queries, value depth]");
+  for (size_t r = 0; r < 3; ++r)
+    if (args.out(r).shape != args.in(r).shape)
+      args.fail("result " + std::to_string(r) + " differs in shape from operand " +
+                std::to_string(r));
+  const T *q = args.reals(0).data(), *k = args.reals(1).data(), *v = args.reals(2).data(),
+          *g = args.reals(3).data();
+  T *dq = args.realResult(0).data();
+  int64_t keySize = a.keys * a.depth, valueSize = a.keys * a.valueDepth;
+  int64_t heads = a.batch * a.queryHeads;
+  std::vector<double> dkHeads(static_cast<size_t>(heads * keySize), 0.0);
+  std::vector<double> dvHeads(static_cast<size_t>(heads * valueSize), 0.0);
+  double work = static_cast<double>(a.queries * a.keys * (3 * a.depth + 2 * a.valueDepth));
+  parallelFor(heads, work, [&](int64_t begin, int64_t end) {
+    std::vector<double> keysT, valuesT, p(static_cast<size_t>(a.keys)),
+        dp(static_cast<size_t>(a.keys)), acc(static_cast<size_t>(a.depth));
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t b = task / a.queryHeads, kv = b * a.kvHeads + a.kvHead(task % a.queryHeads);
+      const T *keys = k + kv * keySize;
+      transposeToDouble(keys, a.keys, a.depth, keysT);
+      transposeToDouble(v + kv * valueSize, a.keys, a.valueDepth, valuesT);
+      double *dk = dkHeads.data() + task * keySize, *dv = dvHeads.data() + task * valueSize;
+      for (int64_t i = 0; i < a.queries; ++i) {
+        const T *query = q + (task * a.queries + i) * a.depth;
+        const T *grad = g + (task * a.queries + i) * a.valueDepth;
+        int64_t visible = probabilities(a, query, keysT, i, p.data());
+        std::fill(dp.begin(), dp.begin() + visible, 0.0);
+        for (int64_t c = 0; c < a.valueDepth; ++c) {
+          double gc = static_cast<double>(grad[c]);
+          const double *vc = valuesT.data() + c * a.keys;
+          for (int64_t j = 0; j < visible; ++j)
+            dp[j] += gc * vc[j];
+        }
+        double expected = 0.0;
+        for (int64_t j = 0; j < visible; ++j)
+          expected += p[j] * dp[j];
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < visible; ++j) {
+          double ds = p[j] * (dp[j] - expected) * a.scale;
+          for (int64_t c = 0; c < a.depth; ++c) {
+            acc[c] += ds * static_cast<double>(keys[j * a.depth + c]);
+            dk[j * a.depth + c] += ds * static_cast<double>(query[c]);
+          }
+          for (int64_t c = 0; c < a.valueDepth; ++c)
+            dv[j * a.valueDepth + c] += p[j] * static_cast<double>(grad[c]);
+        }
+        T *dqRow = dq + (task * a.queries + i) * a.depth;
+        for (int64_t c = 0; c < a.depth; ++c)
+          dqRow[c] = static_cast<T>(acc[c]);
+      }
+    }
+  });
+  int64_t group = a.queryHeads / a.kvHeads;
+  auto sumHeads = [&](const std::vector<double> &perHead, int64_t size, std::vector<T> &out) {
+    for (int64_t kv = 0; kv < a.batch * a.kvHeads; ++kv)
+      for (int64_t e = 0; e < size; ++e) {
+        double sum = 0.0;
+        for (int64_t h = 0; h < group; ++h)
+          sum += perHead[(kv * group + h) * size + e];
+        out[kv * size + e] = static_cast<T>(sum);
+      }
+  };
+  sumHeads(dkHeads, keySize, args.realResult(1));
+  sumHeads(dvHeads, valueSize, args.realResult(2));
+}
+
+} // namespace
+
+template <typename T>
+void addTransformerKernels(KernelMap<T> &kernels) {
+  kernels["mt.embedding"] = embedding<T>;
+  kernels["mt.rope"] = [](const Args<T> &args) { rope(args, false); };
+  kernels["mt.rope_grad"] = [](const Args<T> &args) { rope(args, true); };
+  kernels["mt.attention"] = attention<T>;
+  kernels["mt.attention_grad"] = attentionGrad<T>;
+}
+
+template void addTransformerKernels<float>(KernelMap<float> &);
+template void addTransformerKernels<double>(KernelMap<double> &);
+
+} // namespace mt::host::detail

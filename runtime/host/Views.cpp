@@ -1,0 +1,233 @@
+// Data movement: reshape, transpose, slice and its gradient pad, concat, expand, gather and
+// its gradient scatter_add. All but the two gradients work on integer tensors too.
+#include "runtime/host/KernelSupport.h"
+
+namespace mt::host::detail {
+namespace {
+
+template <typename T>
+void reshape(const Args<T> &args) {
+  args.expectCounts(1, 1, 1);
+  if (args.in(0).size() != args.out(0).size())
+    args.fail("reshapes " + std::to_string(args.in(0).size()) + " elements into " +
+              std::to_string(args.out(0).size()));
+  byElementKind(args, [&](auto member) { args.out(0).*member = args.in(0).*member; });
+}
+
+template <typename T>
+void transpose(const Args<T> &args) {
+  args.expectCounts(1, 1, 1);
+  const Shape &in = args.in(0).shape, &out = args.out(0).shape;
+  std::vector<int64_t> permutation = args.attrInts("permutation");
+  if (permutation.size() != in.size() || out.size() != in.size())
+    args.fail("the permutation, input and result differ in rank");
+  std::vector<int64_t> inStrides = stridesOf(in), strides(in.size());
+  std::vector<bool> seen(in.size(), false);
+  for (size_t d = 0; d < permutation.size(); ++d) {
+    int64_t from = permutation[d];
+    if (from < 0 || from >= static_cast<int64_t>(in.size()) || seen[from] ||
+        out[d] != in[from])
+      args.fail("permutation entry " + std::to_string(d) + " = " + std::to_string(from) +
+                " does not map the input's shape to the result's");
+    seen[from] = true;
+    strides[d] = inStrides[from];
+  }
+  byElementKind(args, [&](auto member) {
+    const auto &src = args.in(0).*member;
+    auto &dst = args.out(0).*member;
+    walk<1>(out, {strides},
+            [&](int64_t i, const std::array<int64_t, 1> &at) { dst[i] = src[at[0]]; });
+  });
+}
+
+/// The window (starts, limits, strides) of `full`: the offset of its first element and the
+/// strides of `window`'s elements in `full`, checking that `window` is its shape.
+template <typename T>
+std::pair<int64_t, std::vector<int64_t>> stridedWindow(const Args<T> &args, const Shape &full,
+                                                       const Shape &window) {
+  std::vector<int64_t> starts = args.attrInts("starts"), limits = args.attrInts("limits"),
+                       steps = args.attrInts("strides");
+  size_t rank = full.size();
+  if (starts.size() != rank || limits.size() != rank || steps.size() != rank ||
+      window.size() != rank)
+    args.fail("starts, limits, strides and both shapes must have one entry per axis");
+  std::vector<int64_t> fullStrides = stridesOf(full), strides(rank);
+  int64_t base = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > full[d] || steps[d] < 1 ||
+        window[d] != (limits[d] - starts[d] + steps[d] - 1) / steps[d])
+      args.fail("the window of axis " + std::to_string(d) + " (" + std::to_string(starts[d]) +
+                ", " + std::to_string(limits[d]) + ", " + std::to_string(steps[d]) +
+                ") does not fit size " + std::to_string(full[d]) + " to give " +
+                std::to_string(window[d]));
+    base += starts[d] * fullStrides[d];
+    strides[d] = steps[d] * fullStrides[d];
+  }
+  return {base, strides};
+}
+
+template <typename T>
+void slice(const Args<T> &args) {
+  args.expectCounts(1, 1, 1);
+  auto [base, strides] = stridedWindow(args, args.in(0).shape, args.out(0).shape);
+  byElementKind(args, [&, base = base, &strides = strides](auto member) {
+    const auto &src = args.in(0).*member;
+    auto &dst = args.out(0).*member;
+    walk<1>(args.out(0).shape, {strides}, [&](int64_t i, const std::array<int64_t, 1> &at) {
+      dst[i] = src[base + at[0]];
+    });
+  });
+}
+
+template <typename T>
+void pad(const Args<T> &args) {
+  args.expectCounts(1, 1, 1);
+  auto [base, strides] = stridedWindow(args, args.out(0).shape, args.in(0).shape);
+  const std::vector<T> &src = args.reals(0);
+  std::vector<T> &dst = args.realResult(0);
+  std::fill(dst.begin(), dst.end(), T(0));
+  walk<1>(args.in(0).shape, {strides}, [&, base = base](int64_t i,
+                                                        const std::array<int64_t, 1> &at) {
+    dst[base + at[0]] = src[i];
+  });
+}
+
+template <typename T>
+void concat(const Args<T> &args) {
+  if (args.operands.empty())
+    args.fail("needs at least one operand");
+  args.expectCounts(1, args.operands.size(), 1);
+  const Shape &out = args.out(0).shape;
+  int64_t axis = args.axis("axis", out.size());
+  int64_t outer = product(out, 0, axis), inner = product(out, axis + 1, out.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < args.operands.size(); ++i) {
+    Shape expected = out;
+    const Shape &shape = args.in(i).shape;
+    if (shape.size() == out.size())
+      expected[axis] = shape[axis];
+    if (shape != expected)
+      args.fail("operand " + std::to_string(i) + " differs from the result off axis " +
+                std::to_string(axis));
+    total += shape[axis];
+  }
+  if (total != out[axis])
+    args.fail("the operands' axis sizes sum to " + std::to_string(total) + ", not " +
+              std::to_string(out[axis]));
+  byElementKind(args, [&](auto member) {
+    auto &dst = args.out(0).*member;
+    int64_t offset = 0;
+    for (size_t i = 0; i < args.operands.size(); ++i) {
+      const auto &src = args.in(i).*member;
+      int64_t chunk = args.in(i).shape[axis] * inner;
+      for (int64_t o = 0; o < outer; ++o)
+        std::copy_n(src.begin() + o * chunk, chunk, dst.begin() + o * out[axis] * inner + offset);
+      offset += chunk;
+    }
+  });
+}
+
+template <typename T>
+void expand(const Args<T> &args) {
+  args.expectCounts(1, 1, 1);
+  std::vector<int64_t> strides = args.broadcastStrides(args.in(0).shape, args.out(0).shape);
+  byElementKind(args, [&](auto member) {
+    const auto &src = args.in(0).*member;
+    auto &dst = args.out(0).*member;
+    walk<1>(args.out(0).shape, {strides},
+            [&](int64_t i, const std::array<int64_t, 1> &at) { dst[i] = src[at[0]]; });
+  });
+}
+
+/// The layout shared by gather and scatter_add: `full` is [outer, length, inner] around
+/// `axis`, the other side [outer, indices..., inner]. Returns {outer, length, inner} after
+/// checking the indices, which may count from the back as in ONNX Gather.
+template <typename T>
+std::array<int64_t, 3> indexedLayout(const Args<T> &args, size_t indicesOperand,
+                                     const Shape &full, const Shape &gathered,
+                                     std::vector<int64_t> &indices) {
+  const Shape &indexShape = args.in(indicesOperand).shape;
+  int64_t axis = args.axis("axis", full.size());
+  if (full.empty())
+    args.fail("the indexed tensor must have rank 1 or more");
+  Shape expected(full.begin(), full.begin() + axis);
+  expected.insert(expected.end(), indexShape.begin(), indexShape.end());
+  expected.insert(expected.end(), full.begin() + axis + 1, full.end());
+  if (gathered != expected)
+    args.fail("the gathered shape is not the input's with axis " + std::to_string(axis) +
+              " replaced by the indices' shape");
+  int64_t length = full[axis];
+  indices = args.ints(indicesOperand);
+  for (size_t j = 0; j < indices.size(); ++j) {
+    if (indices[j] < -length || indices[j] >= length)
+      args.fail("index " + std::to_string(indices[j]) + " at position " + std::to_string(j) +
+                " is outside axis " + std::to_string(axis) + " of size " +
+                std::to_string(length));
+    if (indices[j] < 0)
+      indices[j] += length;
+  }
+  return {product(full, 0, axis), length, product(full, axis + 1, full.size())};
+}
+
+template <typename T>
+void gather(const Args<T> &args) {
+  args.expectCounts(2, 2, 1);
+  std::vector<int64_t> indices;
+  auto [outer, length, inner] =
+      indexedLayout(args, 1, args.in(0).shape, args.out(0).shape, indices);
+  if (args.in(0).isFloat != args.out(0).isFloat)
+    args.fail("the input and the result differ in element kind");
+  auto copy = [&, outer = outer, length = length, inner = inner](auto member) {
+    const auto &src = args.in(0).*member;
+    auto &dst = args.out(0).*member;
+    int64_t count = static_cast<int64_t>(indices.size());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < count; ++j)
+        std::copy_n(src.begin() + (o * length + indices[j]) * inner, inner,
+                    dst.begin() + (o * count + j) * inner);
+  };
+  if (args.out(0).isFloat)
+    copy(&HostTensor<T>::reals);
+  else
+    copy(&HostTensor<T>::ints);
+}
+
+template <typename T>
+void scatterAdd(const Args<T> &args) {
+  args.expectCounts(2, 2, 1);
+  std::vector<int64_t> indices;
+  auto [outer, length, inner] =
+      indexedLayout(args, 0, args.out(0).shape, args.in(1).shape, indices);
+  const std::vector<T> &grad = args.reals(1);
+  std::vector<double> acc(static_cast<size_t>(args.out(0).size()), 0.0);
+  int64_t count = static_cast<int64_t>(indices.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      double *dst = acc.data() + (o * length + indices[j]) * inner;
+      const T *src = grad.data() + (o * count + j) * inner;
+      for (int64_t e = 0; e < inner; ++e)
+        dst[e] += static_cast<double>(src[e]);
+    }
+  std::vector<T> &out = args.realResult(0);
+  for (size_t i = 0; i < acc.size(); ++i)
+    out[i] = static_cast<T>(acc[i]);
+}
+
+} // namespace
+
+template <typename T>
+void addViewKernels(KernelMap<T> &kernels) {
+  kernels["mt.reshape"] = reshape<T>;
+  kernels["mt.transpose"] = transpose<T>;
+  kernels["mt.slice"] = slice<T>;
+  kernels["mt.pad"] = pad<T>;
+  kernels["mt.concat"] = concat<T>;
+  kernels["mt.expand"] = expand<T>;
+  kernels["mt.gather"] = gather<T>;
+  kernels["mt.scatter_add"] = scatterAdd<T>;
+}
+
+template void addViewKernels<float>(KernelMap<float> &);
+template void addViewKernels<double>(KernelMap<double> &);
+
+} // namespace mt::host::detail

@@ -1,0 +1,51 @@
+# Trains the fixture models in PyTorch (Debian's torch 1.13, fp32) on one fixed batch with
+# torch.optim.AdamW, writing the token file and the per-step losses that mt must reproduce.
+# Usage: make_reference.py OUTDIR [STEPS]
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import make_fixtures as fx
+
+
+def reference(model, name, outdir, steps):
+    # A file of exactly B*(T+1) tokens: mt-run's windows wrap, so every step sees this batch.
+    generator = np.random.default_rng(1)
+    tokens = generator.integers(0, fx.VOCAB, size=fx.BATCH * (fx.SEQ + 1)).astype(np.uint16)
+    tokens.tofile(os.path.join(outdir, name + ".tokens"))
+    windows = torch.from_numpy(tokens.astype(np.int64)).view(fx.BATCH, fx.SEQ + 1)
+    inputs, targets = windows[:, :-1], windows[:, 1:]
+
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                                  weight_decay=0.01)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with open(os.path.join(outdir, name + ".losses.json"), "w") as out:
+        json.dump({"lr": 1e-3, "weight_decay": 0.01, "losses": losses}, out)
+    print(f"{name}: {steps} steps, loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: make_reference.py OUTDIR [STEPS]")
+    outdir = sys.argv[1]
+    steps = int(sys.argv[2]) if len(sys.argv) == 3 else 20
+    os.makedirs(outdir, exist_ok=True)
+    # The same seeded modules that make_fixtures.py exported: the ONNX files hold these weights.
+    reference(fx.build(fx.GptModel), "gpt2", outdir, steps)
+    reference(fx.build(fx.LlamaModel), "llama", outdir, steps)
+
+
+if __name__ == "__main__":
+    main()

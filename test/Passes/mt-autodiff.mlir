@@ -1,0 +1,63 @@
+// RUN: mt-opt %s --split-input-file --verify-diagnostics --mt-autodiff | FileCheck %s
+
+// Tests that a model ending in logits gets a `targets` argument shaped like its token input,
+// the mean cross-entropy as loss, and one gradient per parameter in declaration order; the
+// gradients of a table used twice (embedding and tied head) are summed.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%[[IDS:.*]]: tensor<2x3xi64> {mt.name = "input_ids"}, %[[TARGETS:.*]]: tensor<2x3xi64> {mt.name = "targets"})
+// CHECK-SAME: -> (tensor<f32>, tensor<5x4xf32> {mt.gradient_of = @wte}, tensor<4xf32> {mt.gradient_of = @g})
+// CHECK: %[[LOGITS:.*]] = mt.linear
+// CHECK: %[[LOSS:.*]] = mt.cross_entropy %[[LOGITS]], %[[TARGETS]]
+// CHECK: mt.cross_entropy_grad %[[LOGITS]], %[[TARGETS]]
+// CHECK: mt.rms_norm_grad
+// CHECK: %[[TABLE:.*]] = mt.scatter_add %[[IDS]]
+// CHECK: %[[SUM:.*]] = mt.add %{{.*}}, %[[TABLE]]
+// CHECK: return %[[LOSS]], %[[SUM]], %{{.*}} : tensor<f32>, tensor<5x4xf32>, tensor<4xf32>
+mt.parameter @wte : tensor<5x4xf32>
+mt.parameter @g : tensor<4xf32>
+func.func @forward(%ids: tensor<2x3xi64> {mt.name = "input_ids"}) -> tensor<2x3x5xf32> {
+  %wte = mt.param @wte : tensor<5x4xf32>
+  %g = mt.param @g : tensor<4xf32>
+  %e = mt.embedding %wte, %ids : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  %n = mt.rms_norm %e, %g epsilon = 1.0e-05 : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  %logits = mt.linear %n, %wte transpose_weight : (tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+  return %logits : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Tests that a model returning a scalar is its own loss (no targets argument), and that a
+// parameter the loss does not depend on gets a zero gradient.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%{{.*}}: tensor<3xf32>) -> (tensor<f32>, tensor<3xf32> {mt.gradient_of = @w}, tensor<2xf32> {mt.gradient_of = @unused})
+// CHECK: %[[ZERO:.*]] = mt.constant dense<0.000000e+00> : tensor<2xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %[[ZERO]]
+mt.parameter @w : tensor<3xf32>
+mt.parameter @unused : tensor<2xf32>
+func.func @forward(%x: tensor<3xf32>) -> tensor<f32> {
+  %w = mt.param @w : tensor<3xf32>
+  %m = mt.mul %x, %w : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %s = mt.reduce_sum %m axes = [0] : tensor<3xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// Tests that an op without a gradient rule on the loss's path is an error naming it.
+mt.parameter @w : tensor<3x4xf32>
+func.func @forward() -> tensor<f32> {
+  %w = mt.param @w : tensor<3x4xf32>
+  // expected-error @+1 {{'mt.reduce_max' op has no gradient rule, but the loss depends on it}}
+  %m = mt.reduce_max %w axes = [1] : tensor<3x4xf32> -> tensor<3xf32>
+  %s = mt.reduce_sum %m axes = [0] : tensor<3xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// Tests that an output that is neither a scalar nor logits over a token input is an error.
+func.func @forward(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{the model output 'tensor<3x4xf32>' is neither a scalar loss nor logits}}
+  %y = mt.neg %x : tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}

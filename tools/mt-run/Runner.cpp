@@ -1,0 +1,292 @@
+// The mt-run driver: loads the plan and the host state, streams batches from the token file,
+// runs the step on the chosen backend, applies AdamW, and reports each step.
+#include "tools/mt-run/Runner.h"
+
+#include "runtime/AdamW.h"
+#include "runtime/GradientCheck.h"
+#include "runtime/HostState.h"
+#include "runtime/PlanLoader.h"
+#include "runtime/Safetensors.h"
+#include "runtime/TokenData.h"
+#include "runtime/host/Executor.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+namespace mt {
+
+namespace {
+
+const char *kUsage = R"(usage: mt-run PLAN [options]
+  --dump                    print the plan and exit
+  --check-gradients         compare the backward with finite differences (fp64) and exit
+  --check-tolerance X       the largest error --check-gradients accepts (default 1e-5)
+  --data FILE               training tokens (nanoGPT uint16, llm.c headered, or --data-dtype=u32)
+  --data-dtype u16|u32      element type of a raw token file (default u16)
+  --steps N                 optimizer steps (default 1)
+  --backend auto|host|cuda  where the step runs (default auto: cuda when built and present)
+  --init model|random       initial weights from the plan's files or drawn (default model)
+  --seed S                  seed of --init=random (default 0)
+  --metrics OUT.jsonl       one JSON object per step
+  --save-weights OUT.safetensors
+  --lr --beta1 --beta2 --eps --weight-decay X   AdamW (defaults from the plan)
+  --no-decay REGEX          parameter names without weight decay
+  --grad-clip X             clip the global gradient norm to X
+  --warmup STEPS  --schedule constant|cosine  --min-lr X
+)";
+
+/// A command-line mistake: reported with the usage text.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics,
+                    saveWeights;
+  bool dump = false, checkGradients = false;
+  double checkTolerance = 1e-5;
+  int64_t steps = 1;
+  uint64_t seed = 0;
+  std::map<std::string, std::string> optimizer;
+};
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  auto numberOf = [](const std::string &flag, const std::string &value) {
+    char *end = nullptr;
+    double number = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0')
+      throw UsageError(flag + " needs a number, got '" + value + "'");
+    return number;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg.rfind("--", 0) != 0) {
+      if (!options.plan.empty())
+        throw UsageError("more than one plan given: " + options.plan + " and " + arg);
+      options.plan = arg;
+      continue;
+    }
+    size_t equals = arg.find('=');
+    if (equals != std::string::npos) {
+      value = arg.substr(equals + 1);
+      arg = arg.substr(0, equals);
+    }
+    auto take = [&]() {
+      if (equals != std::string::npos)
+        return value;
+      if (i + 1 >= argc)
+        throw UsageError(arg + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (arg == "--dump")
+      options.dump = true;
+    else if (arg == "--check-gradients")
+      options.checkGradients = true;
+    else if (arg == "--check-tolerance")
+      options.checkTolerance = numberOf(arg, take());
+    else if (arg == "--help")
+      throw UsageError("");
+    else if (arg == "--data")
+      options.data = take();
+    else if (arg == "--data-dtype")
+      options.dataDtype = take();
+    else if (arg == "--steps")
+      options.steps = static_cast<int64_t>(numberOf(arg, take()));
+    else if (arg == "--backend")
+      options.backend = take();
+    else if (arg == "--init")
+      options.init = take();
+    else if (arg == "--seed")
+      options.seed = static_cast<uint64_t>(numberOf(arg, take()));
+    else if (arg == "--metrics")
+      options.metrics = take();
+    else if (arg == "--save-weights")
+      options.saveWeights = take();
+    else if (arg == "--lr" || arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
+             arg == "--weight-decay" || arg == "--grad-clip" || arg == "--warmup" ||
+             arg == "--min-lr") {
+      std::string v = take();
+      numberOf(arg, v);
+      options.optimizer[arg.substr(2)] = v;
+    } else if (arg == "--no-decay" || arg == "--schedule")
+      options.optimizer[arg.substr(2)] = take();
+    else
+      throw UsageError("unknown option " + arg);
+  }
+  if (options.plan.empty())
+    throw UsageError("no plan given");
+  if (options.steps < 1)
+    throw std::runtime_error("--steps must be at least 1");
+  if (options.init != "model" && options.init != "random")
+    throw std::runtime_error("--init must be model or random, got " + options.init);
+  return options;
+}
+
+void applyOptimizerOptions(const Options &options, plan::AdamW &adamw) {
+  for (const auto &[name, value] : options.optimizer) {
+    if (name == "lr")
+      adamw.set_lr(std::stod(value));
+    else if (name == "beta1")
+      adamw.set_beta1(std::stod(value));
+    else if (name == "beta2")
+      adamw.set_beta2(std::stod(value));
+    else if (name == "eps")
+      adamw.set_eps(std::stod(value));
+    else if (name == "weight-decay")
+      adamw.set_weight_decay(std::stod(value));
+    else if (name == "grad-clip")
+      adamw.set_grad_clip(std::stod(value));
+    else if (name == "warmup")
+      adamw.set_warmup(std::stoll(value));
+    else if (name == "min-lr")
+      adamw.set_min_lr(std::stod(value));
+    else if (name == "no-decay")
+      adamw.set_no_decay(value);
+    else if (name == "schedule") {
+      if (value != "constant" && value != "cosine")
+        throw std::runtime_error("--schedule must be constant or cosine, got " + value);
+      adamw.set_schedule(value);
+    }
+  }
+}
+
+/// The [B, T] shape of the token input, from the plan.
+std::pair<int64_t, int64_t> batchShape(const plan::Plan &plan) {
+  for (const plan::Input &input : plan.step().inputs()) {
+    const plan::TensorType &type = plan.step().values(input.value()).type();
+    if (input.name() != "targets" && type.shape_size() == 2)
+      return {type.shape(0), type.shape(1)};
+  }
+  throw std::runtime_error("the plan has no [batch, sequence] token input");
+}
+
+int train(const Options &options) {
+  plan::Plan plan = loadPlan(options.plan);
+  if (options.dump) {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(plan, &text);
+    std::cout << text;
+    return 0;
+  }
+  if (options.checkGradients) {
+    GradientCheckResult check = checkGradients(plan, options.seed, /*samples=*/16);
+    std::printf("gradient check: %lld elements, worst error %.3g at %s\n",
+                static_cast<long long>(check.checked), check.worstError,
+                check.worstElement.c_str());
+    return check.worstError <= options.checkTolerance ? 0 : 1;
+  }
+  if (options.backend == "cuda")
+    throw std::runtime_error("--backend=cuda: this mt-run was built without the CUDA backend");
+  if (options.backend != "auto" && options.backend != "host")
+    throw std::runtime_error("--backend must be auto, host or cuda, got " + options.backend);
+  if (options.data.empty())
+    throw std::runtime_error("--data FILE is needed to train");
+  applyOptimizerOptions(options, *plan.mutable_optimizer());
+  const plan::AdamW &adamw = plan.optimizer();
+  std::regex noDecay(adamw.no_decay().empty() ? "$^" : adamw.no_decay());
+
+  std::string planDir = options.plan.find('/') == std::string::npos
+                            ? "."
+                            : options.plan.substr(0, options.plan.rfind('/'));
+  HostState state(plan);
+  if (options.init == "random")
+    state.initializeRandomly(options.seed);
+  else
+    state.loadInitialWeights(planDir);
+  TokenData data(options.data, options.dataDtype);
+  auto [batch, length] = batchShape(plan);
+  host::Executor<float> executor(plan);
+
+  int64_t parameters = 0;
+  for (const std::vector<float> &p : state.master)
+    parameters += p.size();
+  std::printf("mt-run | %s | %lld parameters | batch %lld x %lld | host backend | data %s (%lld "
+              "tokens, %s)\n",
+              options.plan.c_str(), static_cast<long long>(parameters),
+              static_cast<long long>(batch), static_cast<long long>(length), options.data.c_str(),
+              static_cast<long long>(data.size()), data.format().c_str());
+  std::ofstream metrics;
+  if (!options.metrics.empty()) {
+    metrics.open(options.metrics);
+    if (!metrics)
+      throw std::runtime_error("cannot write " + options.metrics);
+    // Enough digits that a float loss reads back exactly.
+    metrics.precision(9);
+  }
+  bool terminal = isatty(fileno(stdout));
+
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    Batch tokens = data.next(batch, length, plan.vocabulary());
+    std::vector<const float *> weights;
+    for (const std::vector<float> &p : state.master)
+      weights.push_back(p.data());
+    host::StepResult<float> result =
+        executor.run(weights, {{"input_ids", tokens.inputs}, {"targets", tokens.targets}});
+    double gradNorm = clipGradients(result.gradients, adamw.grad_clip());
+    double lr = learningRate(adamw, step, options.steps);
+    for (int p = 0; p < plan.parameters_size(); ++p) {
+      double decay = std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0
+                                                                            : adamw.weight_decay();
+      adamwUpdate(state.master[p].data(), state.firstMoment[p].data(),
+                  state.secondMoment[p].data(), result.gradients[p].data(),
+                  state.master[p].size(), lr, decay, adamw, step);
+    }
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+    double tokensPerSecond = batch * length / (ms / 1000.0);
+    if (terminal) {
+      int filled = static_cast<int>(30 * step / options.steps);
+      std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
+                  std::string(30 - filled, '.').c_str());
+    }
+    std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s", static_cast<long long>(step),
+                static_cast<long long>(options.steps), result.loss, ms, tokensPerSecond,
+                terminal && step < options.steps ? "" : "\n");
+    std::fflush(stdout);
+    if (metrics.is_open())
+      metrics << "{\"step\":" << step << ",\"loss\":" << result.loss << ",\"lr\":" << lr
+              << ",\"grad_norm\":" << gradNorm << ",\"ms\":" << ms
+              << ",\"tokens_per_s\":" << tokensPerSecond << "}\n";
+  }
+  if (!options.saveWeights.empty()) {
+    std::vector<NamedTensor> tensors;
+    for (int p = 0; p < plan.parameters_size(); ++p) {
+      const plan::Parameter &parameter = plan.parameters(p);
+      tensors.push_back({parameter.name(),
+                         {parameter.type().shape().begin(), parameter.type().shape().end()},
+                         state.master[p].data()});
+    }
+    writeSafetensors(options.saveWeights, tensors);
+  }
+  return 0;
+}
+
+} // namespace
+
+int runnerMain(int argc, char **argv) {
+  try {
+    return train(parseOptions(argc, argv));
+  } catch (const UsageError &error) {
+    if (*error.what())
+      std::fprintf(stderr, "mt-run: %s\n", error.what());
+    std::fputs(kUsage, *error.what() ? stderr : stdout);
+    return *error.what() ? 2 : 0;
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "mt-run: %s\n", error.what());
+    return 1;
+  }
+}
+
+} // namespace mt
