@@ -1,4 +1,4 @@
-// RUN: %{check}
+// RUN: mtc %s -o %t.mtp && mt-run %t.mtp --check-gradients | FileCheck %s
 // Tests mt.activation_grad for gelu (erf and tanh forms) and silu, and mt.softmax_grad.
 // CHECK: gradient check: {{[0-9]+}} elements, worst error
 mt.parameter @x : tensor<2x4x6xf32>

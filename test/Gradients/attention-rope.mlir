@@ -1,4 +1,4 @@
-// RUN: %{check}
+// RUN: mtc %s -o %t.mtp && mt-run %t.mtp --check-gradients | FileCheck %s
 // Tests mt.attention_grad (causal, grouped-query heads: 4 query heads over 2 key/value heads,
 // and non-causal) and mt.rope_grad with cos/sin that differ between the two halves.
 // CHECK: gradient check: {{[0-9]+}} elements, worst error

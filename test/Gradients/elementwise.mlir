@@ -1,4 +1,4 @@
-// RUN: %{check}
+// RUN: mtc %s -o %t.mtp && mt-run %t.mtp --check-gradients | FileCheck %s
 // Tests that the gradient rules of the broadcasting binary ops (add, sub, mul, div, pow with a
 // constant and with a parameter exponent) and of the unary ops agree with finite differences.
 // CHECK: gradient check: {{[0-9]+}} elements, worst error {{[0-9.e-]+}}

@@ -1,4 +1,4 @@
-// RUN: %{check}
+// RUN: mtc %s -o %t.mtp && mt-run %t.mtp --check-gradients | FileCheck %s
 // Tests the rules of mt.embedding (repeated ids accumulate into one row) and of the appended
 // cross-entropy, with the embedding tied to the head as in GPT-2.
 // CHECK: gradient check: {{[0-9]+}} elements, worst error

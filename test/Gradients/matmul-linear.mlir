@@ -1,4 +1,4 @@
-// RUN: %{check}
+// RUN: mtc %s -o %t.mtp && mt-run %t.mtp --check-gradients | FileCheck %s
 // Tests the matmul rule for all four transpose combinations with a broadcast batch axis, and
 // mt.linear with and without transpose_weight and bias.
 // CHECK: gradient check: {{[0-9]+}} elements, worst error

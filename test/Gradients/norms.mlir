@@ -1,4 +1,4 @@
-// RUN: %{check}
+// RUN: mtc %s -o %t.mtp && mt-run %t.mtp --check-gradients | FileCheck %s
 // Tests mt.rms_norm_grad and mt.layer_norm_grad (with and without bias), and the reductions'
 // rules (reduce_mean with keepdims, reduce_sum without).
 // CHECK: gradient check: {{[0-9]+}} elements, worst error

@@ -1,4 +1,4 @@
-// RUN: %{check}
+// RUN: mtc %s -o %t.mtp && mt-run %t.mtp --check-gradients | FileCheck %s
 // Tests the gradient rules of sqrt, rsqrt, reciprocal, log, exp, cos, sin and relu on
 // positive arguments (x * x + 1), where they are all defined.
 // CHECK: gradient check: {{[0-9]+}} elements, worst error

@@ -1,4 +1,4 @@
-// RUN: %{check}
+// RUN: mtc %s -o %t.mtp && mt-run %t.mtp --check-gradients | FileCheck %s
 // Tests the rules of the views and data movement ops: reshape, transpose, slice (strided),
 // concat, expand, gather, where and cast.
 // CHECK: gradient check: {{[0-9]+}} elements, worst error
