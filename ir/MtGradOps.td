@@ -88,6 +88,21 @@ def MT_AttentionGradOp : MT_GradOp<"attention_grad"> {
   }];
 }
 
+def MT_ReduceMaxGradOp : MT_GradOp<"reduce_max_grad"> {
+  let summary = "gradient of mt.reduce_max: grad split evenly among each group's maxima";
+  let description = [{
+    ```mlir
+    %dx = mt.reduce_max_grad %x, %g axes = [1] : (tensor<3x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, MT_FloatTensor:$grad, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keepdims);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `axes` `=` $axes (`keepdims` $keepdims^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def MT_SoftmaxGradOp : MT_GradOp<"softmax_grad",
     [AllTypesMatch<["output", "grad", "result"]>]> {
   let summary = "gradient of mt.softmax from its output: y * (grad - sum(grad * y))";

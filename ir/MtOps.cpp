@@ -386,6 +386,17 @@ LogicalResult AttentionGradOp::verify() {
   return verifySameTypes(*this, getValueGrad(), getValue(), "value_grad");
 }
 
+LogicalResult ReduceMaxGradOp::verify() {
+  FailureOr<Shape> reduced = reduceShape(shapeOf(getInput()), getAxes(), getKeepdims(),
+                                         [&] { return emitOpError(); });
+  if (failed(reduced))
+    return failure();
+  if (shapeOf(getGrad()) != llvm::ArrayRef<int64_t>(*reduced))
+    return emitOpError("grad shape ") << formatShape(shapeOf(getGrad())) << " should be "
+                                      << formatShape(*reduced);
+  return verifySameTypes(*this, getResult(), getInput(), "result");
+}
+
 LogicalResult SoftmaxGradOp::verify() {
   if (getAxis() < 0 || getAxis() >= getType().getRank())
     return emitOpError("axis ") << getAxis() << " is out of range";

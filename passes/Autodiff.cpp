@@ -245,6 +245,12 @@ LogicalResult Differentiator::differentiate(Operation *op) {
         accumulate(reduce.getInput(), dx);
         return success();
       })
+      .Case<ReduceMaxOp>([&](ReduceMaxOp m) {
+        accumulate(m.getInput(),
+                   b.create<ReduceMaxGradOp>(loc, m.getInput().getType(), m.getInput(), g,
+                                             m.getAxesAttr(), m.getKeepdimsAttr()));
+        return success();
+      })
       .Case<SoftmaxOp>([&](SoftmaxOp s) {
         accumulate(s.getInput(), b.create<SoftmaxGradOp>(loc, s.getResult(), g, s.getAxis()));
         return success();

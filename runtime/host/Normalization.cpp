@@ -11,47 +11,96 @@ namespace {
 
 enum class Reduction { Sum, Mean, Max };
 
+/// How a reduction over `axes` groups the elements of `shape`: each element's group is the
+/// dot product of its index with `strides` (zero on reduced axes).
+struct ReductionGroups {
+  Shape kept, dropped;
+  std::vector<int64_t> strides;
+  int64_t count = 1;
+};
+
 template <typename T>
-void reduce(const Args<T> &args, Reduction kind) {
-  args.expectCounts(1, 1, 1);
-  const Shape &shape = args.in(0).shape;
-  Shape kept = shape;
+ReductionGroups reductionGroups(const Args<T> &args, const Shape &shape) {
+  ReductionGroups groups;
+  groups.kept = shape;
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t axis : args.attrInts("axes")) {
     if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
       args.fail("axis " + std::to_string(axis) + " is out of range for rank " +
                 std::to_string(shape.size()));
     reduced[axis] = true;
-    kept[axis] = 1;
+    groups.kept[axis] = 1;
   }
-  Shape dropped;
   for (size_t d = 0; d < shape.size(); ++d)
     if (!reduced[d])
-      dropped.push_back(shape[d]);
-  if (args.out(0).shape != (args.flag("keepdims") ? kept : dropped))
-    args.fail("the result's shape does not match the reduced axes");
-
-  std::vector<int64_t> outStrides = stridesOf(kept);
+      groups.dropped.push_back(shape[d]);
+  groups.strides = stridesOf(groups.kept);
   for (size_t d = 0; d < shape.size(); ++d)
     if (reduced[d])
-      outStrides[d] = 0;
-  int64_t outSize = product(kept);
-  std::vector<double> acc(static_cast<size_t>(outSize),
-                          kind == Reduction::Max ? -std::numeric_limits<double>::infinity()
-                                                 : 0.0);
-  const std::vector<T> &x = args.reals(0);
-  walk<1>(shape, {outStrides}, [&](int64_t i, const std::array<int64_t, 1> &at) {
+      groups.strides[d] = 0;
+  groups.count = product(groups.kept);
+  return groups;
+}
+
+/// The maximum of each group; NaN wins, as in torch.amax.
+template <typename T>
+std::vector<double> groupMaxima(const Shape &shape, const ReductionGroups &groups,
+                                const std::vector<T> &x) {
+  std::vector<double> maxima(static_cast<size_t>(groups.count),
+                             -std::numeric_limits<double>::infinity());
+  walk<1>(shape, {groups.strides}, [&](int64_t i, const std::array<int64_t, 1> &at) {
     double v = static_cast<double>(x[i]);
-    double &a = acc[at[0]];
-    if (kind != Reduction::Max)
-      a += v;
-    else if (std::isnan(v) || v > a)
-      a = v;
+    double &m = maxima[at[0]];
+    if (std::isnan(v) || v > m)
+      m = v;
   });
-  double count = static_cast<double>(product(shape)) / static_cast<double>(outSize);
+  return maxima;
+}
+
+template <typename T>
+void reduce(const Args<T> &args, Reduction kind) {
+  args.expectCounts(1, 1, 1);
+  const Shape &shape = args.in(0).shape;
+  ReductionGroups groups = reductionGroups(args, shape);
+  if (args.out(0).shape != (args.flag("keepdims") ? groups.kept : groups.dropped))
+    args.fail("the result's shape does not match the reduced axes");
+  const std::vector<T> &x = args.reals(0);
+  std::vector<double> acc;
+  if (kind == Reduction::Max) {
+    acc = groupMaxima(shape, groups, x);
+  } else {
+    acc.assign(static_cast<size_t>(groups.count), 0.0);
+    walk<1>(shape, {groups.strides}, [&](int64_t i, const std::array<int64_t, 1> &at) {
+      acc[at[0]] += static_cast<double>(x[i]);
+    });
+  }
+  double count = static_cast<double>(product(shape)) / static_cast<double>(groups.count);
   std::vector<T> &out = args.realResult(0);
-  for (int64_t i = 0; i < outSize; ++i)
+  for (int64_t i = 0; i < groups.count; ++i)
     out[i] = static_cast<T>(kind == Reduction::Mean ? acc[i] / count : acc[i]);
+}
+
+/// The gradient of reduce_max: each group's gradient split evenly among the elements equal to
+/// its maximum (torch.amax's rule).
+template <typename T>
+void reduceMaxGrad(const Args<T> &args) {
+  args.expectCounts(2, 2, 1);
+  const Shape &shape = args.in(0).shape;
+  ReductionGroups groups = reductionGroups(args, shape);
+  if (args.in(1).size() != groups.count || args.out(0).shape != shape)
+    args.fail("grad and result shapes do not match the reduced axes");
+  const std::vector<T> &x = args.reals(0), &g = args.reals(1);
+  std::vector<double> maxima = groupMaxima(shape, groups, x);
+  std::vector<int64_t> ties(static_cast<size_t>(groups.count), 0);
+  walk<1>(shape, {groups.strides}, [&](int64_t i, const std::array<int64_t, 1> &at) {
+    ties[at[0]] += static_cast<double>(x[i]) == maxima[at[0]];
+  });
+  std::vector<T> &dx = args.realResult(0);
+  walk<1>(shape, {groups.strides}, [&](int64_t i, const std::array<int64_t, 1> &at) {
+    dx[i] = static_cast<double>(x[i]) == maxima[at[0]]
+                ? static_cast<T>(static_cast<double>(g[at[0]]) / ties[at[0]])
+                : T(0);
+  });
 }
 
 /// The sizes around `axis`: elements are at (outer * length + position) * inner + innerIndex.
@@ -326,6 +375,7 @@ void addNormalizationKernels(KernelMap<T> &kernels) {
   kernels["mt.reduce_sum"] = [](const Args<T> &args) { reduce(args, Reduction::Sum); };
   kernels["mt.reduce_mean"] = [](const Args<T> &args) { reduce(args, Reduction::Mean); };
   kernels["mt.reduce_max"] = [](const Args<T> &args) { reduce(args, Reduction::Max); };
+  kernels["mt.reduce_max_grad"] = reduceMaxGrad<T>;
   kernels["mt.softmax"] = softmax<T>;
   kernels["mt.softmax_grad"] = softmaxGrad<T>;
   kernels["mt.rms_norm"] = rmsNorm<T>;
