@@ -9,6 +9,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -36,7 +37,7 @@ bool isFloatTensor(Value value) {
 /// the gradients flowing into it so far.
 class Differentiator {
 public:
-  explicit Differentiator(OpBuilder &b) : b(b) {}
+  Differentiator(OpBuilder &b, ModuleOp module) : b(b), module(module) {}
 
   /// Applies `op`'s gradient rule given the gradients of its results.
   LogicalResult differentiate(Operation *op);
@@ -125,9 +126,65 @@ private:
     return b.create<ActivationGradOp>(loc, b.getStringAttr(activation), x, g);
   }
 
+  /// The backward template of a layer template: (inputs..., dy) -> one gradient per float
+  /// input. It recomputes the layer's forward from its inputs, so the step keeps only each
+  /// layer's input (recompute every layer).
+  func::FuncOp backwardOf(func::FuncOp forward);
+  Value zeros(Location loc, Type type) {
+    auto tensor = llvm::cast<RankedTensorType>(type);
+    return b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+  }
+
   OpBuilder &b;
+  ModuleOp module;
   DenseMap<Value, Value> gradients;
 };
+
+func::FuncOp Differentiator::backwardOf(func::FuncOp forward) {
+  std::string name = (forward.getSymName() + "_bwd").str();
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  llvm::SmallVector<Type> inputs(forward.getArgumentTypes());
+  inputs.append(forward.getResultTypes().begin(), forward.getResultTypes().end());
+  llvm::SmallVector<Type> results;
+  for (Type type : forward.getArgumentTypes())
+    if (llvm::isa<FloatType>(getElementTypeOrSelf(type)))
+      results.push_back(type);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(forward);
+  auto backward = b.create<func::FuncOp>(forward.getLoc(), name, b.getFunctionType(inputs, results));
+  backward.setPrivate();
+  backward->setAttr("mt.backward_of", FlatSymbolRefAttr::get(forward.getSymNameAttr()));
+  Block *body = backward.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  IRMapping mapping;
+  for (auto [argument, clone] : llvm::zip(forward.getArguments(), body->getArguments()))
+    mapping.map(argument, clone);
+  llvm::SmallVector<Operation *> recomputed;
+  Value output;
+  for (Operation &op : forward.getBody().front()) {
+    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
+      output = mapping.lookup(ret.getOperand(0));
+      continue;
+    }
+    recomputed.push_back(b.clone(op, mapping));
+  }
+  Differentiator inner(b, module);
+  inner.seed(output, body->getArguments().back());
+  for (Operation *op : llvm::reverse(recomputed))
+    if (failed(inner.differentiate(op)))
+      return nullptr;
+  llvm::SmallVector<Value> grads;
+  for (BlockArgument argument : body->getArguments().drop_back()) {
+    if (!llvm::isa<FloatType>(getElementTypeOrSelf(argument.getType())))
+      continue;
+    Value gradient = inner.gradientOf(argument);
+    grads.push_back(gradient ? gradient : inner.zeros(forward.getLoc(), argument.getType()));
+  }
+  b.create<func::ReturnOp>(forward.getLoc(), grads);
+  return backward;
+}
 
 LogicalResult Differentiator::differentiate(Operation *op) {
   if (llvm::none_of(op->getResults(), [&](Value r) { return gradients.count(r); }))
@@ -139,6 +196,21 @@ LogicalResult Differentiator::differentiate(Operation *op) {
   };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ParamOp, ConstantOp>([](auto) { return success(); })
+      .Case<func::CallOp>([&](func::CallOp call) {
+        auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+        func::FuncOp backward = callee ? backwardOf(callee) : func::FuncOp();
+        if (!backward)
+          return failure();
+        llvm::SmallVector<Value> operands(call.getOperands());
+        operands.push_back(g);
+        auto grads = b.create<func::CallOp>(loc, backward, operands);
+        grads->setAttrs(call->getDiscardableAttrDictionary());
+        unsigned next = 0;
+        for (Value operand : call.getOperands())
+          if (isFloatTensor(operand))
+            accumulate(operand, grads.getResult(next++));
+        return success();
+      })
       .Case<AddOp>([&](AddOp add) {
         auto [x, y] = binaryOperands(add);
         accumulate(x, reduceTo(loc, g, x));
@@ -403,7 +475,7 @@ struct AutodiffPass : mt::impl::AutodiffPassBase<AutodiffPass> {
       return signalPassFailure();
 
     // Reverse sweep over everything before the return (the loss included).
-    Differentiator differentiator(b);
+    Differentiator differentiator(b, module);
     Location loc = ret.getLoc();
     auto lossType = llvm::cast<RankedTensorType>(loss->getType());
     differentiator.seed(*loss, b.create<ConstantOp>(

@@ -16,8 +16,15 @@ namespace mt {
 /// Raises the primitive chains of an imported graph to fused ops (`mt-raise`).
 void buildRaisePassPipeline(mlir::OpPassManager &pm);
 
-/// Turns the raised graph into the training step: loss, backward, cleanup (`mt-train`).
-void buildTrainPassPipeline(mlir::OpPassManager &pm);
+struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
+  Option<bool> segmentLayers{*this, "segment-layers",
+                             llvm::cl::desc("Cut the model into layer templates"),
+                             llvm::cl::init(true)};
+};
+
+/// Turns the raised graph into the training step: layer templates, loss, backward, cleanup
+/// (`mt-train`).
+void buildTrainPassPipeline(mlir::OpPassManager &pm, const TrainPipelineOptions &options);
 
 /// Registers every mt pass and pipeline with the global registry, for mt-opt and mtc.
 void registerPassesAndPipelines();

@@ -95,6 +95,24 @@ def RaiseAttentionPass : Pass<"mt-raise-attention", "mlir::ModuleOp"> {
   let dependentDialects = ["mt::MTDialect"];
 }
 
+def SegmentLayersPass : Pass<"mt-segment-layers", "mlir::ModuleOp"> {
+  let summary = "Cuts the forward at the residual stream into layers that share templates";
+  let description = [{
+    Before: one function @forward over graph-level ops. The residual stream is the chain of
+    `mt.add`s whose one operand is computed from the other (x + f(x)); each add closes a
+    sub-block (attention, MLP). The shortest period of the sub-blocks' kinds (with attention
+    or without) makes the layers: an attention block and what follows it, two sub-blocks per
+    layer in pre-norm transformers. After: every layer is a
+    `func.call` of a stateless template, `func.func private @layer_N(%x, side inputs...,
+    weights...) -> x'`, whose weights are arguments in the order the layer first reads them
+    and whose constants (masks, position tables) are its own; layers of one structure call
+    one template, layers of different structure (another MLP) get their own. What precedes the stream (embedding) is the prologue, what follows it
+    (final norm, head) the epilogue; both stay in @forward. A model without a residual chain
+    is left as it is. Each call carries `mt.layer = i`.
+  }];
+  let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
+}
+
 def AutodiffPass : Pass<"mt-autodiff", "mlir::ModuleOp"> {
   let summary = "Appends the loss and the backward of every op: @forward -> @train_step";
   let description = [{

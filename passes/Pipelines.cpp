@@ -35,7 +35,11 @@ void buildRaisePassPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildTrainPassPipeline(OpPassManager &pm) {
+void buildTrainPassPipeline(OpPassManager &pm, const TrainPipelineOptions &options) {
+  // Layers first, so that autodiff differentiates each template once into a backward
+  // template (which recomputes the layer from its input) instead of every layer's copy.
+  if (options.segmentLayers)
+    pm.addPass(createSegmentLayersPass());
   // The loss and the backward are built over fused ops, whose gradient rules are single ops.
   pm.addPass(createAutodiffPass());
   // Gradient rules also differentiate into constants and integer views; those results are
@@ -49,9 +53,9 @@ void registerPassesAndPipelines() {
   PassPipelineRegistration<>("mt-raise",
                              "Raise the primitive chains of an imported ONNX graph to fused ops",
                              buildRaisePassPipeline);
-  PassPipelineRegistration<>("mt-train",
-                             "Append the loss and the backward pass: @forward -> @train_step",
-                             buildTrainPassPipeline);
+  PassPipelineRegistration<TrainPipelineOptions>(
+      "mt-train", "Cut layers into templates, append the loss and the backward pass",
+      buildTrainPassPipeline);
 }
 
 } // namespace mt

@@ -104,6 +104,79 @@ std::string planPath(llvm::StringRef file, llvm::StringRef modelDir, llvm::Strin
   return path.str().str();
 }
 
+/// Numbers one function's values and writes its ops as commands of `program`.
+class ProgramEmitter {
+public:
+  ProgramEmitter(const llvm::StringMap<int> &parameterIndex,
+                 const llvm::StringMap<int> &templateIndex, plan::Plan &plan)
+      : parameterIndex(parameterIndex), templateIndex(templateIndex), plan(plan) {}
+
+  /// Emits `function`; `returned` receives the value ids of what it returns.
+  LogicalResult emit(func::FuncOp function, plan::Program &program,
+                     llvm::SmallVectorImpl<int> &returned) {
+    DenseMap<Value, int> ids;
+    auto define = [&](Value value) {
+      ids[value] = program.values_size();
+      plan::Value *out = program.add_values();
+      setType(value.getType(), *out->mutable_type());
+      return out;
+    };
+    for (BlockArgument argument : function.getArguments()) {
+      define(argument)->set_input(argument.getArgNumber());
+      auto name = function.getArgAttrOfType<StringAttr>(argument.getArgNumber(), "mt.name");
+      plan::Input *input = program.add_inputs();
+      input->set_name(name ? name.str() : "arg" + std::to_string(argument.getArgNumber()));
+      input->set_value(ids[argument]);
+    }
+    for (Operation &op : function.getBody().front()) {
+      if (auto read = llvm::dyn_cast<ParamOp>(op)) {
+        define(read.getResult())->set_parameter(parameterIndex.lookup(read.getName()));
+        continue;
+      }
+      if (auto constant = llvm::dyn_cast<ConstantOp>(op)) {
+        auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
+        if (!dense)
+          return constant.emitOpError("holds a constant the plan cannot store");
+        define(constant.getResult())->set_constant(constantBytes(dense));
+        continue;
+      }
+      if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
+        for (Value value : ret.getOperands())
+          returned.push_back(ids.lookup(value));
+        continue;
+      }
+      plan::Command &command = *program.add_commands();
+      if (auto name = llvm::dyn_cast<NameLoc>(op.getLoc()))
+        command.set_location(name.getName().str());
+      for (Value operand : op.getOperands())
+        command.add_operands(ids.lookup(operand));
+      for (Value result : op.getResults()) {
+        define(result);
+        command.add_results(ids.lookup(result));
+      }
+      if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
+        command.set_op("mt.call");
+        plan::Attribute callee;
+        callee.set_i(templateIndex.lookup(call.getCallee()));
+        (*command.mutable_attributes())["template"] = callee;
+        continue;
+      }
+      command.set_op(op.getName().getStringRef().str());
+      for (NamedAttribute attribute : op.getAttrs())
+        if (failed(setAttribute(&op, attribute, command)))
+          return failure();
+      if (auto loss = llvm::dyn_cast<CrossEntropyOp>(op))
+        plan.set_vocabulary(loss.getLogits().getType().getShape().back());
+    }
+    return success();
+  }
+
+private:
+  const llvm::StringMap<int> &parameterIndex;
+  const llvm::StringMap<int> &templateIndex;
+  plan::Plan &plan;
+};
+
 } // namespace
 
 LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &plan) {
@@ -128,55 +201,34 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
     }
   }
 
+  // Templates are the functions the step calls, numbered in order of first call.
+  llvm::StringMap<int> templateIndex;
+  llvm::SmallVector<func::FuncOp> templates;
+  step.walk([&](func::CallOp call) {
+    if (templateIndex.count(call.getCallee()))
+      return;
+    templateIndex[call.getCallee()] = templates.size();
+    templates.push_back(module.lookupSymbol<func::FuncOp>(call.getCallee()));
+  });
+  ProgramEmitter emitter(parameterIndex, templateIndex, plan);
+  for (func::FuncOp function : templates) {
+    if (!function || function.getBlocks().size() != 1)
+      return step.emitOpError("calls a function that is not a single-block template");
+    plan::Template &out = *plan.add_templates();
+    out.set_name(function.getSymName().str());
+    llvm::SmallVector<int> results;
+    if (failed(emitter.emit(function, *out.mutable_body(), results)))
+      return failure();
+    out.mutable_results()->Add(results.begin(), results.end());
+  }
+
   plan::Program &program = *plan.mutable_step();
-  DenseMap<Value, int> ids;
-  auto define = [&](Value value) {
-    ids[value] = program.values_size();
-    plan::Value *out = program.add_values();
-    setType(value.getType(), *out->mutable_type());
-    return out;
-  };
-  for (BlockArgument argument : step.getArguments()) {
-    define(argument)->set_input(argument.getArgNumber());
-    auto name = step.getArgAttrOfType<StringAttr>(argument.getArgNumber(), "mt.name");
-    plan::Input *input = program.add_inputs();
-    input->set_name(name ? name.str() : "input" + std::to_string(argument.getArgNumber()));
-    input->set_value(ids[argument]);
-  }
-  for (Operation &op : step.getBody().front()) {
-    if (auto read = llvm::dyn_cast<ParamOp>(op)) {
-      define(read.getResult())->set_parameter(parameterIndex.lookup(read.getName()));
-      continue;
-    }
-    if (auto constant = llvm::dyn_cast<ConstantOp>(op)) {
-      auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
-      if (!dense)
-        return constant.emitOpError("holds a constant the plan cannot store");
-      define(constant.getResult())->set_constant(constantBytes(dense));
-      continue;
-    }
-    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
-      program.set_loss(ids.lookup(ret.getOperand(0)));
-      for (Value gradient : ret.getOperands().drop_front())
-        program.add_gradients(ids.lookup(gradient));
-      continue;
-    }
-    plan::Command &command = *program.add_commands();
-    command.set_op(op.getName().getStringRef().str());
-    if (auto name = llvm::dyn_cast<NameLoc>(op.getLoc()))
-      command.set_location(name.getName().str());
-    for (Value operand : op.getOperands())
-      command.add_operands(ids.lookup(operand));
-    for (Value result : op.getResults()) {
-      define(result);
-      command.add_results(ids.lookup(result));
-    }
-    for (NamedAttribute attribute : op.getAttrs())
-      if (failed(setAttribute(&op, attribute, command)))
-        return failure();
-    if (auto loss = llvm::dyn_cast<CrossEntropyOp>(op))
-      plan.set_vocabulary(loss.getLogits().getType().getShape().back());
-  }
+  llvm::SmallVector<int> returned;
+  if (failed(emitter.emit(step, program, returned)))
+    return failure();
+  program.set_loss(returned.front());
+  for (int gradient : llvm::ArrayRef<int>(returned).drop_front())
+    program.add_gradients(gradient);
   if (program.gradients_size() != plan.parameters_size())
     return step.emitOpError("returns ") << program.gradients_size() << " gradients for "
                                         << plan.parameters_size() << " parameters";

@@ -46,46 +46,71 @@ plan::Plan loadPlan(const std::string &path) {
   if (plan.format_version() != 1)
     fail("format version " + std::to_string(plan.format_version()) + " is not 1");
 
-  const plan::Program &step = plan.step();
-  int values = step.values_size();
-  std::vector<bool> defined(values, false);
-  for (int v = 0; v < values; ++v) {
-    const plan::Value &value = step.values(v);
-    if (value.has_parameter() && (value.parameter() < 0 || value.parameter() >= plan.parameters_size()))
-      fail("value " + std::to_string(v) + " reads parameter " + std::to_string(value.parameter()) +
-           " of " + std::to_string(plan.parameters_size()));
-    if (value.has_constant() &&
-        static_cast<int64_t>(value.constant().size()) !=
-            numElements(value.type()) * bytesPerElement(value.type().dtype()))
-      fail("constant value " + std::to_string(v) + " has the wrong number of bytes");
-    defined[v] = value.source_case() != plan::Value::SOURCE_NOT_SET;
-  }
-  auto checkId = [&](int id, const std::string &what) {
-    if (id < 0 || id >= values)
-      fail(what + " names value " + std::to_string(id) + " of " + std::to_string(values));
+  auto checkProgram = [&](const plan::Program &program, const std::string &where,
+                          const std::vector<int> &outputs) {
+    auto fail = [&](const std::string &why) {
+      throw std::runtime_error("plan " + path + ": " + where + ": " + why);
+    };
+    int values = program.values_size();
+    std::vector<bool> defined(values, false);
+    auto checkId = [&](int id, const std::string &what) {
+      if (id < 0 || id >= values)
+        fail(what + " names value " + std::to_string(id) + " of " + std::to_string(values));
+    };
+    for (int v = 0; v < values; ++v) {
+      const plan::Value &value = program.values(v);
+      if (value.has_parameter() &&
+          (value.parameter() < 0 || value.parameter() >= plan.parameters_size()))
+        fail("value " + std::to_string(v) + " reads parameter " +
+             std::to_string(value.parameter()) + " of " + std::to_string(plan.parameters_size()));
+      if (value.has_input() && (value.input() < 0 || value.input() >= program.inputs_size()))
+        fail("value " + std::to_string(v) + " is input " + std::to_string(value.input()) +
+             " of " + std::to_string(program.inputs_size()));
+      if (value.has_constant() &&
+          static_cast<int64_t>(value.constant().size()) !=
+              numElements(value.type()) * bytesPerElement(value.type().dtype()))
+        fail("constant value " + std::to_string(v) + " has the wrong number of bytes");
+      defined[v] = value.source_case() != plan::Value::SOURCE_NOT_SET;
+    }
+    for (const plan::Command &command : program.commands()) {
+      std::string op = command.op() + " (" + command.location() + ")";
+      if (command.op() == "mt.call") {
+        auto callee = command.attributes().find("template");
+        if (callee == command.attributes().end() || callee->second.i() < 0 ||
+            callee->second.i() >= plan.templates_size())
+          fail(op + " calls no template of the plan");
+        const plan::Template &layer = plan.templates(callee->second.i());
+        if (command.operands_size() != layer.body().inputs_size() ||
+            command.results_size() != layer.results_size())
+          fail(op + " does not match the arguments and results of " + layer.name());
+      }
+      for (int id : command.operands()) {
+        checkId(id, op);
+        if (!defined[id])
+          fail(op + " reads value " + std::to_string(id) + " before it is computed");
+      }
+      for (int id : command.results()) {
+        checkId(id, op);
+        if (defined[id])
+          fail(op + " computes value " + std::to_string(id) + " a second time");
+        defined[id] = true;
+      }
+    }
+    for (int id : outputs)
+      checkId(id, "an output");
+    for (const plan::Input &input : program.inputs())
+      checkId(input.value(), "input " + input.name());
   };
-  for (const plan::Command &command : step.commands()) {
-    std::string where = command.op() + " (" + command.location() + ")";
-    for (int id : command.operands()) {
-      checkId(id, where);
-      if (!defined[id])
-        fail(where + " reads value " + std::to_string(id) + " before it is computed");
-    }
-    for (int id : command.results()) {
-      checkId(id, where);
-      if (defined[id])
-        fail(where + " computes value " + std::to_string(id) + " a second time");
-      defined[id] = true;
-    }
-  }
-  checkId(step.loss(), "the loss");
-  if (step.gradients_size() != plan.parameters_size())
-    fail("it has " + std::to_string(step.gradients_size()) + " gradients for " +
+
+  for (const plan::Template &layer : plan.templates())
+    checkProgram(layer.body(), "template " + layer.name(),
+                 {layer.results().begin(), layer.results().end()});
+  std::vector<int> outputs{plan.step().loss()};
+  outputs.insert(outputs.end(), plan.step().gradients().begin(), plan.step().gradients().end());
+  checkProgram(plan.step(), "the step", outputs);
+  if (plan.step().gradients_size() != plan.parameters_size())
+    fail("it has " + std::to_string(plan.step().gradients_size()) + " gradients for " +
          std::to_string(plan.parameters_size()) + " parameters");
-  for (int id : step.gradients())
-    checkId(id, "a gradient");
-  for (const plan::Input &input : step.inputs())
-    checkId(input.value(), "input " + input.name());
   return plan;
 }
 

@@ -80,42 +80,52 @@ HostTensor<T> emptyTensor(const plan::TensorType &type) {
   return tensor;
 }
 
+/// For each value of `program`, the last command that reads it; outputs count as read after
+/// the last command, values nobody reads as -1.
+std::vector<int> lastUses(const plan::Program &program, const std::vector<int> &outputs) {
+  std::vector<int> last(program.values_size(), -1);
+  for (int c = 0; c < program.commands_size(); ++c)
+    for (int id : program.commands(c).operands())
+      last[id] = c;
+  for (int id : outputs)
+    last[id] = program.commands_size();
+  return last;
+}
+
 } // namespace
 
 template <typename T>
 Executor<T>::Executor(const plan::Plan &plan) : plan(plan) {
-  const plan::Program &step = plan.step();
-  lastUse.assign(step.values_size(), -1);
-  for (int c = 0; c < step.commands_size(); ++c)
-    for (int id : step.commands(c).operands())
-      lastUse[id] = c;
-  lastUse[step.loss()] = step.commands_size();
-  for (int id : step.gradients())
-    lastUse[id] = step.commands_size();
+  stepOutputs.push_back(plan.step().loss());
+  stepOutputs.insert(stepOutputs.end(), plan.step().gradients().begin(),
+                     plan.step().gradients().end());
+  stepLastUse = lastUses(plan.step(), stepOutputs);
+  for (const plan::Template &layer : plan.templates())
+    templateLastUse.push_back(
+        lastUses(layer.body(), {layer.results().begin(), layer.results().end()}));
 }
 
 template <typename T>
-StepResult<T> Executor<T>::run(const std::vector<const T *> &parameters,
-                               const std::map<std::string, std::vector<int64_t>> &inputs) const {
-  const plan::Program &step = plan.step();
-  std::vector<std::unique_ptr<HostTensor<T>>> live(step.values_size());
-
-  // Inputs, parameters and constants exist before any command; they are built when first read.
-  auto materialize = [&](int id) -> HostTensor<T> & {
-    if (live[id])
-      return *live[id];
-    const plan::Value &value = step.values(id);
+std::vector<HostTensor<T>> Executor<T>::execute(const plan::Program &program,
+                                                const std::vector<int> &lastUse,
+                                                const std::vector<const HostTensor<T> *> &inputs,
+                                                const std::vector<const T *> &parameters,
+                                                const std::vector<int> &outputs) const {
+  // `at` is every live value; `owned` those this call made (inputs belong to the caller).
+  std::vector<const HostTensor<T> *> at(program.values_size(), nullptr);
+  std::vector<std::unique_ptr<HostTensor<T>>> owned(program.values_size());
+  auto materialize = [&](int id) -> const HostTensor<T> & {
+    if (at[id])
+      return *at[id];
+    const plan::Value &value = program.values(id);
+    if (value.has_input()) {
+      at[id] = inputs.at(value.input());
+      return *at[id];
+    }
     auto tensor = std::make_unique<HostTensor<T>>(emptyTensor<T>(value.type()));
     int64_t count = tensor->size();
-    if (value.has_input()) {
-      const std::string &name = step.inputs(value.input()).name();
-      auto it = inputs.find(name);
-      if (it == inputs.end() || static_cast<int64_t>(it->second.size()) != count)
-        throw KernelError("the step needs input '" + name + "' of " + std::to_string(count) +
-                          " tokens");
-      tensor->ints = it->second;
-    } else if (value.has_parameter()) {
-      const T *data = parameters[value.parameter()];
+    if (value.has_parameter()) {
+      const T *data = parameters.at(value.parameter());
       tensor->reals.assign(data, data + count);
     } else if (value.has_constant()) {
       const char *bytes = value.constant().data();
@@ -129,33 +139,76 @@ StepResult<T> Executor<T>::run(const std::vector<const T *> &parameters,
     } else {
       throw KernelError("value " + std::to_string(id) + " is read but never computed");
     }
-    live[id] = std::move(tensor);
-    return *live[id];
+    owned[id] = std::move(tensor);
+    at[id] = owned[id].get();
+    return *at[id];
   };
 
-  for (int c = 0; c < step.commands_size(); ++c) {
-    const plan::Command &command = step.commands(c);
+  for (int c = 0; c < program.commands_size(); ++c) {
+    const plan::Command &command = program.commands(c);
     std::vector<const HostTensor<T> *> operands;
     for (int id : command.operands())
       operands.push_back(&materialize(id));
     std::vector<HostTensor<T> *> results;
-    for (int id : command.results()) {
-      live[id] = std::make_unique<HostTensor<T>>(emptyTensor<T>(step.values(id).type()));
-      results.push_back(live[id].get());
+    if (command.op() == "mt.call") {
+      int index = command.attributes().at("template").i();
+      const plan::Template &layer = plan.templates(index);
+      std::vector<HostTensor<T>> values =
+          execute(layer.body(), templateLastUse[index], operands, parameters,
+                  {layer.results().begin(), layer.results().end()});
+      for (size_t r = 0; r < values.size(); ++r) {
+        int id = command.results(r);
+        owned[id] = std::make_unique<HostTensor<T>>(std::move(values[r]));
+        at[id] = owned[id].get();
+      }
+    } else {
+      for (int id : command.results()) {
+        owned[id] = std::make_unique<HostTensor<T>>(emptyTensor<T>(program.values(id).type()));
+        at[id] = owned[id].get();
+        results.push_back(owned[id].get());
+      }
+      runKernel<T>(command, operands, results);
     }
-    runKernel<T>(command, operands, results);
     for (int id : command.operands())
-      if (lastUse[id] == c)
-        live[id].reset();
+      if (lastUse[id] == c) {
+        owned[id].reset();
+        at[id] = nullptr;
+      }
     for (int id : command.results())
-      if (lastUse[id] < 0)
-        live[id].reset();
+      if (lastUse[id] < 0) {
+        owned[id].reset();
+        at[id] = nullptr;
+      }
   }
 
+  std::vector<HostTensor<T>> values;
+  for (int id : outputs)
+    values.push_back(materialize(id));
+  return values;
+}
+
+template <typename T>
+StepResult<T> Executor<T>::run(const std::vector<const T *> &parameters,
+                               const std::map<std::string, std::vector<int64_t>> &inputs) const {
+  const plan::Program &step = plan.step();
+  std::vector<HostTensor<T>> tokens;
+  for (const plan::Input &input : step.inputs()) {
+    HostTensor<T> tensor = emptyTensor<T>(step.values(input.value()).type());
+    auto it = inputs.find(input.name());
+    if (it == inputs.end() || static_cast<int64_t>(it->second.size()) != tensor.size())
+      throw KernelError("the step needs input '" + input.name() + "' of " +
+                        std::to_string(tensor.size()) + " tokens");
+    tensor.ints = it->second;
+    tokens.push_back(std::move(tensor));
+  }
+  std::vector<const HostTensor<T> *> pointers;
+  for (const HostTensor<T> &tensor : tokens)
+    pointers.push_back(&tensor);
+  std::vector<HostTensor<T>> values = execute(step, stepLastUse, pointers, parameters, stepOutputs);
   StepResult<T> result;
-  result.loss = static_cast<double>(materialize(step.loss()).reals.at(0));
-  for (int id : step.gradients())
-    result.gradients.push_back(materialize(id).reals);
+  result.loss = static_cast<double>(values.front().reals.at(0));
+  for (size_t g = 1; g < values.size(); ++g)
+    result.gradients.push_back(std::move(values[g].reals));
   return result;
 }
 

@@ -31,10 +31,20 @@ public:
                     const std::map<std::string, std::vector<int64_t>> &inputs) const;
 
 private:
+  /// Runs `program` with its inputs given by `inputs` (Program.inputs order, not owned) and
+  /// returns the values `outputs` names.
+  std::vector<HostTensor<T>> execute(const plan::Program &program,
+                                     const std::vector<int> &lastUse,
+                                     const std::vector<const HostTensor<T> *> &inputs,
+                                     const std::vector<const T *> &parameters,
+                                     const std::vector<int> &outputs) const;
+
   const plan::Plan &plan;
-  /// For each value, the index of the last command reading it (-1: none); the loss and the
-  /// gradients are read after the last command.
-  std::vector<int> lastUse;
+  std::vector<int> stepOutputs;
+  /// Per value, the index of the last command reading it (-1: none; the command count when
+  /// it is an output), for the step and for each template.
+  std::vector<int> stepLastUse;
+  std::vector<std::vector<int>> templateLastUse;
 };
 
 extern template class Executor<float>;

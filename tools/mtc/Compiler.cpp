@@ -42,12 +42,14 @@ llvm::cl::opt<std::string> outputPath("o", llvm::cl::desc("Output file ('-' for 
                                       llvm::cl::value_desc("file"), llvm::cl::init("-"),
                                       llvm::cl::cat(category));
 
-enum class Stage { Import, Graph, Train, Plan };
+enum class Stage { Import, Graph, Segments, Train, Plan };
 llvm::cl::opt<Stage> emit(
     "emit",
     llvm::cl::desc("The stage to write (default: plan when -o names a .mtp file, else graph)"),
     llvm::cl::values(clEnumValN(Stage::Import, "import", "the graph as imported, before raising"),
                      clEnumValN(Stage::Graph, "graph", "the graph after raising to fused ops"),
+                     clEnumValN(Stage::Segments, "segments",
+                                "the forward cut into layers that call shared templates"),
                      clEnumValN(Stage::Train, "train", "the training step: loss and backward"),
                      clEnumValN(Stage::Plan, "plan", "the plan that mt-run executes (binary)")),
     llvm::cl::cat(category));
@@ -60,6 +62,10 @@ llvm::cl::opt<Summary> summary(
                      clEnumValN(Summary::Text, "", ""),
                      clEnumValN(Summary::Json, "json", "one JSON object, for scripts")),
     llvm::cl::cat(category));
+
+llvm::cl::opt<bool> segmentLayers(
+    "segment-layers", llvm::cl::desc("Cut the model into layer templates (default on)"),
+    llvm::cl::init(true), llvm::cl::cat(category));
 
 llvm::cl::list<std::string> inputShapes(
     "input-shape",
@@ -200,8 +206,13 @@ int compilerMain(int argc, char **argv) {
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;
     buildRaisePassPipeline(pm);
-    if (stage >= Stage::Train)
-      buildTrainPassPipeline(pm);
+    if (stage == Stage::Segments)
+      pm.addPass(createSegmentLayersPass());
+    if (stage >= Stage::Train) {
+      TrainPipelineOptions train;
+      train.segmentLayers = segmentLayers.getValue();
+      buildTrainPassPipeline(pm, train);
+    }
     if (failed(pm.run(*module)))
       return 1;
   }
