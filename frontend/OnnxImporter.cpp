@@ -13,6 +13,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
 #include <deque>
 
 using namespace mlir;
@@ -301,6 +302,12 @@ LogicalResult GraphImporter::importInitializers() {
     ImportedValue imported;
     bool isParameter = HostTensor::isFloatType(tensor.data_type()) &&
                        numElements(Shape(tensor.dims().begin(), tensor.dims().end())) > 1;
+    // An inline tensor holding infinities (an additive attention mask) is no weight anyone
+    // trains: it folds like the integer masks do.
+    if (isParameter && tensor.data_location() != onnx::TensorProto::EXTERNAL)
+      if (std::optional<HostTensor> known = decodeTensor(tensor);
+          known && llvm::any_of(known->reals, [](double r) { return std::isinf(r); }))
+        isParameter = false;
     if (isParameter) {
       imported.initializer = &tensor;
     } else {

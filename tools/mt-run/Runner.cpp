@@ -211,10 +211,12 @@ int train(const Options &options) {
   int64_t parameters = 0;
   for (const std::vector<float> &p : state.master)
     parameters += p.size();
-  std::printf("mt-run | %s | %lld parameters | batch %lld x %lld | host backend | data %s (%lld "
-              "tokens, %s)\n",
+  std::printf("mt-run | %s | %lld parameters | batch %lld x %lld x %lld micro-batches | host "
+              "backend | data %s (%lld tokens, %s)\n",
               options.plan.c_str(), static_cast<long long>(parameters),
-              static_cast<long long>(batch), static_cast<long long>(length), options.data.c_str(),
+              static_cast<long long>(batch), static_cast<long long>(length),
+              static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())),
+              options.data.c_str(),
               static_cast<long long>(data.size()), data.format().c_str());
   std::ofstream metrics;
   if (!options.metrics.empty()) {
@@ -226,14 +228,32 @@ int train(const Options &options) {
   }
   bool terminal = isatty(fileno(stdout));
 
+  int64_t micro = std::max<int64_t>(1, plan.micro_batches());
+  std::vector<const float *> weights;
+  for (const std::vector<float> &p : state.master)
+    weights.push_back(p.data());
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
-    Batch tokens = data.next(batch, length, plan.vocabulary());
-    std::vector<const float *> weights;
-    for (const std::vector<float> &p : state.master)
-      weights.push_back(p.data());
-    host::StepResult<float> result =
-        executor.run(weights, {{"input_ids", tokens.inputs}, {"targets", tokens.targets}});
+    // Gradient accumulation: the step's loss and gradients are the means over its
+    // micro-batches, consecutive batches of the token stream.
+    host::StepResult<float> result;
+    for (int64_t m = 0; m < micro; ++m) {
+      Batch tokens = data.next(batch, length, plan.vocabulary());
+      host::StepResult<float> part =
+          executor.run(weights, {{"input_ids", tokens.inputs}, {"targets", tokens.targets}});
+      result.loss += part.loss / micro;
+      if (m == 0) {
+        result.gradients = std::move(part.gradients);
+        continue;
+      }
+      for (size_t p = 0; p < part.gradients.size(); ++p)
+        for (size_t i = 0; i < part.gradients[p].size(); ++i)
+          result.gradients[p][i] += part.gradients[p][i];
+    }
+    if (micro > 1)
+      for (std::vector<float> &gradient : result.gradients)
+        for (float &g : gradient)
+          g /= static_cast<float>(micro);
     double gradNorm = clipGradients(result.gradients, adamw.grad_clip());
     double lr = learningRate(adamw, step, options.steps);
     for (int p = 0; p < plan.parameters_size(); ++p) {
@@ -245,7 +265,7 @@ int train(const Options &options) {
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count();
-    double tokensPerSecond = batch * length / (ms / 1000.0);
+    double tokensPerSecond = micro * batch * length / (ms / 1000.0);
     if (terminal) {
       int filled = static_cast<int>(30 * step / options.steps);
       std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),

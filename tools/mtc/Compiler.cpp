@@ -6,7 +6,9 @@
 #include "frontend/OnnxImporter.h"
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
+#include "passes/DeviceProfile.h"
 #include "passes/Passes.h"
+#include "passes/StepCostModel.h"
 #include "plan/PlanEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -42,7 +44,7 @@ llvm::cl::opt<std::string> outputPath("o", llvm::cl::desc("Output file ('-' for 
                                       llvm::cl::value_desc("file"), llvm::cl::init("-"),
                                       llvm::cl::cat(category));
 
-enum class Stage { Import, Graph, Segments, Train, Plan };
+enum class Stage { Import, Graph, Segments, Train, Timeline, Plan };
 llvm::cl::opt<Stage> emit(
     "emit",
     llvm::cl::desc("The stage to write (default: plan when -o names a .mtp file, else graph)"),
@@ -51,6 +53,8 @@ llvm::cl::opt<Stage> emit(
                      clEnumValN(Stage::Segments, "segments",
                                 "the forward cut into layers that call shared templates"),
                      clEnumValN(Stage::Train, "train", "the training step: loss and backward"),
+                     clEnumValN(Stage::Timeline, "timeline",
+                                "the predicted step as Chrome trace-event JSON (Perfetto)"),
                      clEnumValN(Stage::Plan, "plan", "the plan that mt-run executes (binary)")),
     llvm::cl::cat(category));
 
@@ -66,6 +70,23 @@ llvm::cl::opt<Summary> summary(
 llvm::cl::opt<bool> segmentLayers(
     "segment-layers", llvm::cl::desc("Cut the model into layer templates (default on)"),
     llvm::cl::init(true), llvm::cl::cat(category));
+
+llvm::cl::opt<std::string> target(
+    "target", llvm::cl::desc("Device profile: h200, or a JSON profile from mt-run --calibrate"),
+    llvm::cl::init("h200"), llvm::cl::cat(category));
+llvm::cl::opt<int64_t> microBatches("micro-batches",
+                                    llvm::cl::desc("Micro-batches accumulated per step"),
+                                    llvm::cl::init(1), llvm::cl::cat(category));
+llvm::cl::opt<std::string> accumulation(
+    "accumulation", llvm::cl::desc("auto, layer-major or sample-major"), llvm::cl::init("auto"),
+    llvm::cl::cat(category));
+llvm::cl::opt<std::string> checkpoints(
+    "checkpoints", llvm::cl::desc("Where layer inputs wait for the backward: host or device"),
+    llvm::cl::init("host"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> deviceMemory(
+    "device-memory", llvm::cl::desc("Device memory the plan may use, e.g. 16GiB (default: the "
+                                    "target's)"),
+    llvm::cl::cat(category));
 
 llvm::cl::list<std::string> inputShapes(
     "input-shape",
@@ -114,7 +135,7 @@ ModelSummary summarize(ModuleOp module) {
       RankedTensorType type = parameter.getTensorType();
       s.parameters += numElements(type.getShape());
       s.parameterBytes += numElements(type.getShape()) * type.getElementTypeBitWidth() / 8;
-    } else if (auto function = llvm::dyn_cast<func::FuncOp>(op)) {
+    } else if (auto function = llvm::dyn_cast<func::FuncOp>(op); function && function.isPublic()) {
       for (auto [i, type] : llvm::enumerate(function.getArgumentTypes())) {
         auto name = function.getArgAttrOfType<StringAttr>(i, "mt.name");
         s.inputs.push_back((name ? name.str() + ": " : "") + typeString(type));
@@ -128,7 +149,71 @@ ModelSummary summarize(ModuleOp module) {
   return s;
 }
 
-void printSummary(ModuleOp module, llvm::raw_ostream &os) {
+/// "16GiB", "80GB", "512MiB" or plain bytes.
+std::optional<double> parseBytes(llvm::StringRef text) {
+  static const std::pair<const char *, double> units[] = {
+      {"TiB", 1099511627776.0}, {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
+      {"TB", 1e12},             {"GB", 1e9},           {"MB", 1e6},        {"KB", 1e3},
+      {"B", 1.0}};
+  double scale = 1;
+  for (auto [suffix, factor] : units)
+    if (text.consume_back(suffix)) {
+      scale = factor;
+      break;
+    }
+  double value;
+  if (text.trim().getAsDouble(value) || value <= 0)
+    return std::nullopt;
+  return value * scale;
+}
+
+/// The step's estimate on the target, checked against the device-memory budget.
+FailureOr<StepEstimate> estimate(ModuleOp module) {
+  std::string error;
+  FailureOr<DeviceProfile> profile = loadDeviceProfile(target, error);
+  if (failed(profile)) {
+    llvm::errs() << "mtc: " << error << "\n";
+    return failure();
+  }
+  if (checkpoints != "host" && checkpoints != "device") {
+    llvm::errs() << "mtc: --checkpoints must be host or device\n";
+    return failure();
+  }
+  if (accumulation != "auto" && accumulation != "layer-major" && accumulation != "sample-major") {
+    llvm::errs() << "mtc: --accumulation must be auto, layer-major or sample-major\n";
+    return failure();
+  }
+  if (microBatches < 1) {
+    llvm::errs() << "mtc: --micro-batches must be at least 1\n";
+    return failure();
+  }
+  ScheduleOptions options;
+  options.microBatches = microBatches;
+  options.accumulation = accumulation;
+  options.checkpointsOnDevice = checkpoints == "device";
+  FailureOr<StepEstimate> step = estimateStep(module, *profile, options);
+  if (failed(step))
+    return failure();
+  double budget = profile->deviceMemoryBytes;
+  if (!deviceMemory.empty()) {
+    std::optional<double> bytes = parseBytes(deviceMemory);
+    if (!bytes) {
+      llvm::errs() << "mtc: --device-memory '" << deviceMemory << "' is not a size like 16GiB\n";
+      return failure();
+    }
+    budget = *bytes;
+  }
+  if (step->peakDeviceBytes > budget) {
+    llvm::errs() << "mtc: the plan needs " << formatBytes(step->peakDeviceBytes)
+                 << " of device memory (" << step->peakBreakdown << ") but "
+                 << formatBytes(budget) << " are available on " << profile->name
+                 << (checkpoints == "device" ? "; try --checkpoints=host" : "") << "\n";
+    return failure();
+  }
+  return step;
+}
+
+void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &os) {
   ModelSummary s = summarize(module);
   auto source = module->getAttrOfType<StringAttr>("mt.source");
   if (summary == Summary::Json) {
@@ -144,22 +229,57 @@ void printSummary(ModuleOp module, llvm::raw_ostream &os) {
         {"outputs", llvm::json::Array(s.outputs)},
         {"ops", std::move(ops)},
     };
+    if (step) {
+      object["layers"] = step->layers;
+      object["templates"] = step->templates;
+      object["peak_device_bytes"] = step->peakDeviceBytes;
+      object["host_bytes"] = step->hostBytes;
+      object["host_bytes_per_param"] = step->hostBytesPerParam;
+      object["h2d_bytes_per_step"] = step->h2dBytesPerStep;
+      object["d2h_bytes_per_step"] = step->d2hBytesPerStep;
+      object["flops_per_step"] = step->flopsPerStep;
+      object["executed_flops_per_step"] = step->executedFlopsPerStep;
+      object["predicted_step_seconds"] = step->predictedStepSeconds;
+      object["recompute_interval"] = step->recomputeInterval;
+      object["accumulation"] = step->accumulation;
+      object["micro_batches"] = static_cast<int64_t>(microBatches);
+      object["checkpoints"] = step->checkpointsOnDevice ? "device" : "host";
+      object["target"] = target.getValue();
+    }
     os << llvm::json::Value(std::move(object)) << "\n";
     return;
   }
   os << llvm::formatv("model       {0}\n", source ? source.str() : inputPath.getValue());
   os << llvm::formatv("inputs      {0}\n", llvm::join(s.inputs, ", "));
-  os << llvm::formatv("outputs     {0}\n", llvm::join(s.outputs, ", "));
+  // A training step returns one gradient per parameter: show the loss and count the rest.
+  llvm::ArrayRef<std::string> outputs(s.outputs);
+  os << llvm::formatv("outputs     {0}{1}\n", llvm::join(outputs.take_front(3), ", "),
+                      outputs.size() > 3
+                          ? llvm::formatv(" and {0} more", outputs.size() - 3).str()
+                          : std::string());
   os << llvm::formatv("parameters  {0} values in {1} tensors ({2:f1} MiB)\n", s.parameters,
                       s.parameterTensors, s.parameterBytes / 1048576.0);
   os << "ops        ";
   for (auto &[name, count] : s.opCounts)
     os << " " << name << " x" << count;
   os << "\n";
+  if (!step)
+    return;
+  os << llvm::formatv("layers      {0} in {1} template(s), recompute every {2}, {3} "
+                      "accumulation, checkpoints on the {4}\n",
+                      step->layers, step->templates, step->recomputeInterval,
+                      step->accumulation, step->checkpointsOnDevice ? "device" : "host");
+  os << "device      peak " << formatBytes(step->peakDeviceBytes) << " (" << step->peakBreakdown
+     << ")\n";
+  os << llvm::formatv("host        {0}, {1:f1} bytes per parameter\n",
+                      formatBytes(step->hostBytes), step->hostBytesPerParam);
+  os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",
+                      formatBytes(step->h2dBytesPerStep), formatBytes(step->d2hBytesPerStep),
+                      step->flopsPerStep, step->predictedStepSeconds, target.getValue());
 }
 
 /// Writes the plan to -o, and the bytes of inline parameters to a weights file beside it.
-bool writePlan(ModuleOp module) {
+bool writePlan(ModuleOp module, const StepEstimate &step) {
   if (outputPath == "-") {
     llvm::errs() << "mtc: a plan is binary; name its file with -o model.mtp\n";
     return false;
@@ -169,6 +289,8 @@ bool writePlan(ModuleOp module) {
   plan::Plan plan;
   if (failed(emitPlan(module, llvm::sys::path::parent_path(outputPath), plan)))
     return false;
+  plan.set_micro_batches(microBatches);
+  plan.set_accumulation(step.accumulation);
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
   if (!output) {
@@ -198,8 +320,10 @@ int compilerMain(int argc, char **argv) {
   if (!module)
     return 1;
 
+  // A summary describes the training step, so it compiles that far unless told otherwise.
   Stage stage = emit.getNumOccurrences()                         ? emit.getValue()
                  : llvm::StringRef(outputPath).ends_with(".mtp") ? Stage::Plan
+                 : summary != Summary::None                      ? Stage::Train
                                                                   : Stage::Graph;
   if (stage != Stage::Import) {
     PassManager pm(&context);
@@ -216,8 +340,15 @@ int compilerMain(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return 1;
   }
+  std::optional<StepEstimate> step;
+  if (stage >= Stage::Train) {
+    FailureOr<StepEstimate> estimated = estimate(*module);
+    if (failed(estimated))
+      return 1;
+    step = *estimated;
+  }
   if (stage == Stage::Plan && summary == Summary::None)
-    return writePlan(*module) ? 0 : 1;
+    return writePlan(*module, *step) ? 0 : 1;
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
@@ -226,7 +357,9 @@ int compilerMain(int argc, char **argv) {
     return 1;
   }
   if (summary != Summary::None)
-    printSummary(*module, output->os());
+    printSummary(*module, step ? &*step : nullptr, output->os());
+  else if (stage == Stage::Timeline)
+    output->os() << timelineJson(*step) << "\n";
   else
     module->print(output->os());
   output->keep();

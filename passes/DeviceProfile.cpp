@@ -1,0 +1,68 @@
+// Device profiles: the H200's measured ceilings and JSON profiles from calibration.
+#include "passes/DeviceProfile.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace mt {
+
+mlir::FailureOr<DeviceProfile> builtinProfile(llvm::StringRef name) {
+  if (name != "h200")
+    return mlir::failure();
+  // ../shared/PERF.md, measured on the device machine: 710-796 TFLOP/s bf16 GEMM, 55.4 and
+  // 55.1 GB/s pinned copies (49.9 + 50.9 both at once), 4.6 G params/s fused CPU AdamW on 16
+  // cores; 4.8 TB/s HBM3e and 139 GiB usable of 141 GB.
+  DeviceProfile h200;
+  h200.name = "h200";
+  h200.gemmFlopsPerSecond = 750e12;
+  h200.memoryBytesPerSecond = 4.0e12;
+  h200.h2dBytesPerSecond = 55.4e9;
+  h200.d2hBytesPerSecond = 55.1e9;
+  h200.duplexFactor = 0.91;
+  h200.hostAdamParamsPerSecond = 4.6e9;
+  h200.deviceMemoryBytes = 139.0 * (1ull << 30);
+  return h200;
+}
+
+mlir::FailureOr<DeviceProfile> loadDeviceProfile(llvm::StringRef target, std::string &error) {
+  if (!target.ends_with(".json")) {
+    mlir::FailureOr<DeviceProfile> builtin = builtinProfile(target);
+    if (mlir::failed(builtin))
+      error = "unknown --target '" + target.str() + "' (h200, or a profile FILE.json)";
+    return builtin;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(target);
+  if (!buffer) {
+    error = "cannot read " + target.str();
+    return mlir::failure();
+  }
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json) {
+    error = target.str() + ": " + llvm::toString(json.takeError());
+    return mlir::failure();
+  }
+  const llvm::json::Object *object = json->getAsObject();
+  DeviceProfile profile;
+  profile.name = target.str();
+  struct Field {
+    const char *key;
+    double *value;
+  } fields[] = {{"gemm_flops_per_second", &profile.gemmFlopsPerSecond},
+                {"memory_bytes_per_second", &profile.memoryBytesPerSecond},
+                {"h2d_bytes_per_second", &profile.h2dBytesPerSecond},
+                {"d2h_bytes_per_second", &profile.d2hBytesPerSecond},
+                {"duplex_factor", &profile.duplexFactor},
+                {"host_adam_params_per_second", &profile.hostAdamParamsPerSecond},
+                {"device_memory_bytes", &profile.deviceMemoryBytes}};
+  for (Field &field : fields) {
+    std::optional<double> value = object ? object->getNumber(field.key) : std::nullopt;
+    if (!value || *value <= 0) {
+      error = target.str() + ": needs a positive number \"" + field.key + "\"";
+      return mlir::failure();
+    }
+    *field.value = *value;
+  }
+  return profile;
+}
+
+} // namespace mt

@@ -1,0 +1,320 @@
+// The step cost model: per-layer work and bytes from the templates, device memory from the
+// phases of the step, time from a simulation of the four resources (h2d, compute, d2h, CPU).
+#include "passes/StepCostModel.h"
+
+#include "ir/MtOps.h"
+#include "ir/ShapeRules.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+
+namespace mt {
+
+namespace {
+
+/// Device-side tensors are bf16 in the CUDA backend: two bytes an element.
+constexpr int64_t kActivationBytes = 2;
+
+int64_t elementsOf(Type type) {
+  return numElements(llvm::cast<RankedTensorType>(type).getShape());
+}
+
+/// Dense FLOPs of the ops that run on tensor cores; the rest is bound by memory.
+double tensorCoreFlops(Operation *op) {
+  auto shapeOf = [](Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); };
+  if (auto matmul = llvm::dyn_cast<MatmulOp>(op)) {
+    llvm::ArrayRef<int64_t> lhs = shapeOf(matmul.getLhs());
+    int64_t k = lhs[lhs.size() - (matmul.getTransposeLhs() ? 2 : 1)];
+    return 2.0 * elementsOf(matmul.getType()) * k;
+  }
+  if (auto linear = llvm::dyn_cast<LinearOp>(op))
+    return 2.0 * elementsOf(linear.getType()) * shapeOf(linear.getInput()).back();
+  auto attentionWork = [&](Value query, Value key) {
+    llvm::ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
+    return static_cast<double>(q[0]) * q[1] * q[2] * k[2] * q[3];
+  };
+  // Forward: q k^T and p v. Backward: the recomputed q k^T, then dv, dp, dq and dk.
+  if (auto attention = llvm::dyn_cast<AttentionOp>(op))
+    return 4 * attentionWork(attention.getQuery(), attention.getKey());
+  if (auto grad = llvm::dyn_cast<AttentionGradOp>(op))
+    return 10 * attentionWork(grad.getQuery(), grad.getKey());
+  return 0;
+}
+
+struct Cost {
+  double gemmFlops = 0;
+  double memoryBytes = 0;     // read and written by kernels that are not GEMMs
+  int64_t activationBytes = 0; // every result, as an upper bound of what is live at once
+
+  void add(Operation *op) {
+    double flops = tensorCoreFlops(op);
+    gemmFlops += flops;
+    int64_t results = 0;
+    for (Value result : op->getResults())
+      results += elementsOf(result.getType());
+    activationBytes += results * kActivationBytes;
+    if (flops == 0) {
+      int64_t operands = 0;
+      for (Value operand : op->getOperands())
+        operands += elementsOf(operand.getType());
+      memoryBytes += static_cast<double>(operands + results) * kActivationBytes;
+    }
+  }
+  double seconds(const DeviceProfile &profile) const {
+    return gemmFlops / profile.gemmFlopsPerSecond + memoryBytes / profile.memoryBytesPerSecond;
+  }
+};
+
+Cost costOf(func::FuncOp function) {
+  Cost cost;
+  function.walk([&](Operation *op) {
+    if (!llvm::isa<func::FuncOp, func::ReturnOp, ConstantOp>(op))
+      cost.add(op);
+  });
+  return cost;
+}
+
+struct LayerCost {
+  int64_t params = 0, checkpointBytes = 0;
+  Cost forward, backward;
+};
+
+/// Replays the schedule and records each command's slice.
+class Simulator {
+public:
+  Simulator(const DeviceProfile &profile, std::vector<TimelineSlice> &timeline)
+      : profile(profile), timeline(timeline) {}
+
+  /// Runs `seconds` on `stream` once it is free and `after` has passed; returns the end.
+  double run(const std::string &stream, const std::string &name, double seconds, double after) {
+    double &free = freeAt[stream];
+    double start = std::max(free, after);
+    timeline.push_back({name, stream, start, seconds});
+    free = start + seconds;
+    return free;
+  }
+  double end() const {
+    double last = 0;
+    for (const auto &[stream, free] : freeAt)
+      last = std::max(last, free);
+    return last;
+  }
+
+  const DeviceProfile &profile;
+
+private:
+  std::vector<TimelineSlice> &timeline;
+  std::map<std::string, double> freeAt;
+};
+
+} // namespace
+
+FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profile,
+                                     const ScheduleOptions &options) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return module.emitError("the cost model needs @train_step; run mt-train first");
+  StepEstimate estimate;
+  int64_t micro = std::max<int64_t>(options.microBatches, 1);
+  estimate.accumulation = options.accumulation == "auto" ? "layer-major" : options.accumulation;
+  bool layerMajor = estimate.accumulation == "layer-major";
+  estimate.checkpointsOnDevice = options.checkpointsOnDevice;
+  estimate.recomputeInterval = 1;
+  for (ParameterOp parameter : module.getOps<ParameterOp>())
+    estimate.params += numElements(parameter.getTensorType().getShape());
+
+  // The forward ends at the op that computes the loss; the rest of the step is backward.
+  Operation *lossOp = step.getBody().front().getTerminator()->getOperand(0).getDefiningOp();
+  bool inForward = true;
+  std::vector<LayerCost> layers;
+  Cost edge;
+  int64_t edgeParams = 0, tokens = 0;
+  double matmulParams = 0, attentionTerm = 0;
+  llvm::SmallPtrSet<Operation *, 16> edgeReads;
+  for (BlockArgument argument : step.getArguments())
+    if (llvm::isa<IntegerType>(getElementTypeOrSelf(argument.getType())) && !tokens)
+      tokens = elementsOf(argument.getType());
+
+  auto countForwardWork = [&](Operation *op, double calls) {
+    if (auto linear = llvm::dyn_cast<LinearOp>(op))
+      matmulParams += calls * elementsOf(linear.getWeight().getType());
+    if (auto attention = llvm::dyn_cast<AttentionOp>(op)) {
+      llvm::ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
+      llvm::ArrayRef<int64_t> k = attention.getKey().getType().getShape();
+      attentionTerm += calls * 12.0 * q[1] * q[3] * k[2] * q[0] * q[2];
+    }
+  };
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      auto index = call->getAttrOfType<IntegerAttr>("mt.layer");
+      if (!callee || !index)
+        return call.emitOpError("is not a layer call the cost model knows");
+      if (!callee->hasAttr("mt.backward_of")) {
+        layers.emplace_back();
+        LayerCost &layer = layers.back();
+        for (Value operand : call.getOperands())
+          if (operand.getDefiningOp<ParamOp>())
+            layer.params += elementsOf(operand.getType());
+        layer.checkpointBytes = elementsOf(call.getOperand(0).getType()) * kActivationBytes;
+        layer.forward = costOf(callee);
+        callee.walk([&](Operation *inner) { countForwardWork(inner, 1); });
+      } else {
+        int64_t i = index.getInt();
+        if (i < 0 || i >= static_cast<int64_t>(layers.size()))
+          return call.emitOpError("differentiates a layer the forward did not call");
+        layers[i].backward = costOf(callee);
+      }
+    } else if (!llvm::isa<ParamOp, ConstantOp>(op)) {
+      edge.add(&op);
+      if (inForward)
+        countForwardWork(&op, 1);
+      for (Value operand : op.getOperands())
+        if (auto read = operand.getDefiningOp<ParamOp>(); read && edgeReads.insert(read).second)
+          edgeParams += elementsOf(read.getType());
+    }
+    if (&op == lossOp)
+      inForward = false;
+  }
+  estimate.layers = layers.size();
+  llvm::StringSet<> templates;
+  step.walk([&](func::CallOp call) { templates.insert(call.getCallee()); });
+  for (auto &entry : templates)
+    if (auto callee = module.lookupSymbol<func::FuncOp>(entry.getKey());
+        callee && !callee->hasAttr("mt.backward_of"))
+      ++estimate.templates;
+
+  // What crosses PCIe and lives in host memory.
+  int64_t stream = options.streamBytesPerParameter;
+  int64_t layerParams = 0, checkpoints = 0, maxLayerParams = 0, maxCheckpoint = 0;
+  int64_t maxBackwardActivations = 0;
+  for (const LayerCost &layer : layers) {
+    layerParams += layer.params;
+    checkpoints += layer.checkpointBytes;
+    maxLayerParams = std::max(maxLayerParams, layer.params);
+    maxCheckpoint = std::max(maxCheckpoint, layer.checkpointBytes);
+    maxBackwardActivations = std::max(maxBackwardActivations, layer.backward.activationBytes);
+  }
+  int64_t weightPasses = layerMajor ? 1 : micro;
+  int64_t offloadedCheckpoints = options.checkpointsOnDevice ? 0 : checkpoints * micro;
+  estimate.h2dBytesPerStep =
+      weightPasses * 2 * (layerParams + edgeParams) * stream + offloadedCheckpoints;
+  estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
+  estimate.hostBytes = estimate.params * (12 + (stream == 2 ? 2 : 0) + (layerMajor ? 0 : 4)) +
+                       offloadedCheckpoints;
+  estimate.hostBytesPerParam =
+      estimate.params ? static_cast<double>(estimate.hostBytes) / estimate.params : 0;
+
+  // Device memory: the larger of the layer phase and the prologue/epilogue phase.
+  int64_t checkpointBuffers =
+      options.checkpointsOnDevice ? checkpoints * micro : 2 * maxCheckpoint * micro;
+  int64_t layerPhase = 2 * maxLayerParams * stream + 2 * maxLayerParams * 4 +
+                       maxBackwardActivations + checkpointBuffers;
+  int64_t edgePhase = edgeParams * (stream + 4) + edge.activationBytes + checkpointBuffers;
+  estimate.peakDeviceBytes = std::max(layerPhase, edgePhase);
+  estimate.peakBreakdown =
+      layerPhase >= edgePhase
+          ? "layers: weight slots " + formatBytes(2 * maxLayerParams * stream) + ", gradient staging " +
+                formatBytes(2 * maxLayerParams * 4) + ", activations of one layer's backward " +
+                formatBytes(maxBackwardActivations) + ", checkpoints " + formatBytes(checkpointBuffers)
+          : "prologue/epilogue: weights and gradients " + formatBytes(edgeParams * (stream + 4)) +
+                ", activations " + formatBytes(edge.activationBytes) + ", checkpoints " +
+                formatBytes(checkpointBuffers);
+
+  estimate.flopsPerStep = micro * (6.0 * matmulParams * tokens + attentionTerm);
+  double executed = edge.gemmFlops;
+  for (const LayerCost &layer : layers)
+    executed += layer.forward.gemmFlops + layer.backward.gemmFlops;
+  estimate.executedFlopsPerStep = micro * executed;
+
+  // The schedule: weights of layer i go to slot i % 2 once compute is done with the layer
+  // that used it before; checkpoints go out after each forward and come back before the
+  // backward; each layer's gradients go out, then AdamW updates the layer on the CPU.
+  Simulator sim(profile, estimate.timeline);
+  double h2d = profile.h2dBytesPerSecond * profile.duplexFactor;
+  double d2h = profile.d2hBytesPerSecond * profile.duplexFactor;
+  double edgeSeconds = micro * edge.seconds(profile);
+  double edgeIn = sim.run("h2d", "prefetch prologue/epilogue weights",
+                          weightPasses * edgeParams * stream / h2d, 0);
+  std::vector<double> computeDone(layers.size() + 2, 0.0);
+  double previous = sim.run("compute", "prologue", edgeSeconds * 0.05, edgeIn);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerCost &layer = layers[i];
+    double slotFree = i >= 2 ? computeDone[i - 2] : 0;
+    double weights = sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
+                             weightPasses * layer.params * stream / h2d, slotFree);
+    previous = sim.run("compute", llvm::formatv("forward layer {0}", i),
+                       micro * layer.forward.seconds(profile), std::max(weights, previous));
+    computeDone[i] = previous;
+    if (!options.checkpointsOnDevice)
+      sim.run("d2h", llvm::formatv("offload checkpoint {0}", i),
+              micro * layer.checkpointBytes / d2h, previous);
+  }
+  previous = sim.run("compute", "epilogue, loss and their backward", edgeSeconds * 0.9, previous);
+  double adamEnd = 0;
+  for (size_t n = layers.size(); n-- > 0;) {
+    const LayerCost &layer = layers[n];
+    double slotFree = n + 2 < layers.size() ? computeDone[n + 2] : 0;
+    double bytes = weightPasses * layer.params * stream +
+                   (options.checkpointsOnDevice ? 0 : micro * layer.checkpointBytes);
+    double weights = sim.run("h2d", llvm::formatv("prefetch layer {0} and its checkpoint", n),
+                             bytes / h2d, slotFree);
+    previous = sim.run("compute", llvm::formatv("backward layer {0}", n),
+                       micro * layer.backward.seconds(profile), std::max(weights, previous));
+    computeDone[n] = previous;
+    double grads = sim.run("d2h", llvm::formatv("offload gradients {0}", n),
+                           weightPasses * layer.params * 4.0 / d2h, previous);
+    adamEnd = sim.run("cpu", llvm::formatv("AdamW layer {0}", n),
+                      layer.params / profile.hostAdamParamsPerSecond, grads);
+  }
+  previous = sim.run("compute", "prologue backward", edgeSeconds * 0.05, previous);
+  double edgeGrads = sim.run("d2h", "offload prologue/epilogue gradients",
+                             weightPasses * edgeParams * 4.0 / d2h, previous);
+  sim.run("cpu", "AdamW prologue/epilogue", edgeParams / profile.hostAdamParamsPerSecond,
+          std::max(edgeGrads, adamEnd));
+  estimate.predictedStepSeconds = sim.end();
+  return estimate;
+}
+
+std::string formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return llvm::formatv("{0:f2} {1}", bytes, units[unit]).str();
+}
+
+std::string timelineJson(const StepEstimate &estimate) {
+  const char *streams[] = {"h2d", "compute", "d2h", "cpu"};
+  llvm::json::Array events;
+  for (int tid = 0; tid < 4; ++tid)
+    events.push_back(llvm::json::Object{
+        {"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid},
+        {"args", llvm::json::Object{{"name", streams[tid]}}}});
+  for (const TimelineSlice &slice : estimate.timeline) {
+    int tid = std::find(std::begin(streams), std::end(streams), slice.stream) - std::begin(streams);
+    events.push_back(llvm::json::Object{{"name", slice.name},
+                                        {"ph", "X"},
+                                        {"pid", 1},
+                                        {"tid", tid},
+                                        {"ts", slice.start * 1e6},
+                                        {"dur", slice.seconds * 1e6}});
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(llvm::json::Object{{"traceEvents", std::move(events)},
+                                             {"displayTimeUnit", "ms"}});
+  return text;
+}
+
+} // namespace mt

@@ -1,0 +1,64 @@
+// The cost model of a training step: what the plan moves, computes and keeps on the device,
+// and the step time it predicts by simulating the MegaTrain schedule on a device profile
+// (weights prefetched layer by layer into two slots on the h2d stream, layers computed on
+// the compute stream, gradients and checkpoints offloaded on d2h, AdamW on the CPU).
+#ifndef MT_PASSES_STEPCOSTMODEL_H
+#define MT_PASSES_STEPCOSTMODEL_H
+
+#include "passes/DeviceProfile.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <string>
+#include <vector>
+
+namespace mt {
+
+struct ScheduleOptions {
+  int64_t microBatches = 1;
+  /// "auto" (the cost model picks), "layer-major" or "sample-major".
+  std::string accumulation = "auto";
+  /// Keep each layer's input (its checkpoint) on the device instead of in host memory; the
+  /// default offloads them, so device memory does not grow with depth.
+  bool checkpointsOnDevice = false;
+  /// Bytes per parameter streamed to the device: 2 for the bf16 copy, 4 for fp32.
+  int64_t streamBytesPerParameter = 2;
+};
+
+/// One command of the predicted step, for timelines.
+struct TimelineSlice {
+  std::string name;
+  std::string stream; // "h2d", "compute", "d2h" or "cpu"
+  double start = 0, seconds = 0;
+};
+
+struct StepEstimate {
+  int64_t params = 0, layers = 0, templates = 0;
+  int64_t peakDeviceBytes = 0, hostBytes = 0;
+  /// What the peak is made of, for messages: "weight slots 1.2 GiB, ...".
+  std::string peakBreakdown;
+  double hostBytesPerParam = 0;
+  int64_t h2dBytesPerStep = 0, d2hBytesPerStep = 0;
+  double flopsPerStep = 0;         // model FLOPs as PERF.md counts them (no recompute)
+  double executedFlopsPerStep = 0; // what the kernels run, recompute included
+  double predictedStepSeconds = 0;
+  int64_t recomputeInterval = 1;
+  std::string accumulation;
+  bool checkpointsOnDevice = false;
+  std::vector<TimelineSlice> timeline;
+};
+
+/// Estimates the step of a module after mt-train (@train_step calling layer templates).
+mlir::FailureOr<StepEstimate> estimateStep(mlir::ModuleOp module, const DeviceProfile &profile,
+                                           const ScheduleOptions &options);
+
+/// "1.25 GiB", "512.00 KiB": bytes in the largest binary unit that keeps a number >= 1.
+std::string formatBytes(double bytes);
+
+/// The timeline as Chrome trace-event JSON (Perfetto, chrome://tracing): one track per stream.
+std::string timelineJson(const StepEstimate &estimate);
+
+} // namespace mt
+
+#endif // MT_PASSES_STEPCOSTMODEL_H
