@@ -133,4 +133,20 @@ def AutodiffPass : Pass<"mt-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def PrintSchedulePass : Pass<"mt-print-schedule", "mlir::ModuleOp"> {
+  let summary = "Prints the predicted step as a per-stream timeline a person can read";
+  let description = [{
+    Reads @train_step (after mt-train), runs the step cost model on the device profile and
+    prints, to stdout, the step's totals (layers, templates, peak device bytes and what makes
+    them, bytes over PCIe, model FLOPs, predicted time) and then every command of each stream
+    (h2d, compute, d2h, cpu) with its predicted start and end. The IR is not changed.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+  let options = [
+    Option<"target", "target", "std::string", "\"h200\"",
+           "Device profile: h200 or a JSON profile">,
+    Option<"microBatches", "micro-batches", "int64_t", "1", "Micro-batches per step">,
+  ];
+}
+
 #endif // MT_PASSES_TD

@@ -49,24 +49,56 @@ double tensorCoreFlops(Operation *op) {
   return 0;
 }
 
+/// The peak bytes of results alive at once when `ops` run in order: each result is live from
+/// its op until its last use among `ops` (results used later, or never, count until the end
+/// or not at all).
+int64_t peakLiveBytes(llvm::ArrayRef<Operation *> ops) {
+  llvm::DenseMap<Operation *, size_t> position;
+  for (auto [i, op] : llvm::enumerate(ops))
+    position[op] = i;
+  std::vector<int64_t> freedAfter(ops.size() + 1, 0);
+  int64_t live = 0, peak = 0;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    for (Value result : op->getResults()) {
+      size_t last = i;
+      bool usedLater = false, used = false;
+      for (Operation *user : result.getUsers()) {
+        used = true;
+        auto it = position.find(user);
+        if (it == position.end())
+          usedLater = true;
+        else
+          last = std::max(last, it->second);
+      }
+      if (!used)
+        continue;
+      int64_t bytes = elementsOf(result.getType()) * kActivationBytes;
+      live += bytes;
+      if (!usedLater)
+        freedAfter[last] += bytes;
+    }
+    peak = std::max(peak, live);
+    live -= freedAfter[i];
+  }
+  return peak;
+}
+
 struct Cost {
   double gemmFlops = 0;
-  double memoryBytes = 0;     // read and written by kernels that are not GEMMs
-  int64_t activationBytes = 0; // every result, as an upper bound of what is live at once
+  double memoryBytes = 0;      // read and written by kernels that are not GEMMs
+  int64_t activationBytes = 0; // the most intermediate bytes alive at once
 
   void add(Operation *op) {
     double flops = tensorCoreFlops(op);
     gemmFlops += flops;
-    int64_t results = 0;
-    for (Value result : op->getResults())
-      results += elementsOf(result.getType());
-    activationBytes += results * kActivationBytes;
-    if (flops == 0) {
-      int64_t operands = 0;
-      for (Value operand : op->getOperands())
-        operands += elementsOf(operand.getType());
-      memoryBytes += static_cast<double>(operands + results) * kActivationBytes;
-    }
+    if (flops != 0)
+      return;
+    int64_t elements = 0;
+    for (Type type : op->getOperandTypes())
+      elements += elementsOf(type);
+    for (Type type : op->getResultTypes())
+      elements += elementsOf(type);
+    memoryBytes += static_cast<double>(elements) * kActivationBytes;
   }
   double seconds(const DeviceProfile &profile) const {
     return gemmFlops / profile.gemmFlopsPerSecond + memoryBytes / profile.memoryBytesPerSecond;
@@ -75,10 +107,14 @@ struct Cost {
 
 Cost costOf(func::FuncOp function) {
   Cost cost;
-  function.walk([&](Operation *op) {
-    if (!llvm::isa<func::FuncOp, func::ReturnOp, ConstantOp>(op))
-      cost.add(op);
-  });
+  llvm::SmallVector<Operation *> ops;
+  for (Operation &op : function.getBody().front().without_terminator()) {
+    if (llvm::isa<ConstantOp>(op))
+      continue;
+    cost.add(&op);
+    ops.push_back(&op);
+  }
+  cost.activationBytes = peakLiveBytes(ops);
   return cost;
 }
 
@@ -136,6 +172,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   bool inForward = true;
   std::vector<LayerCost> layers;
   Cost edge;
+  llvm::SmallVector<Operation *> edgeOps;
   int64_t edgeParams = 0, tokens = 0;
   double matmulParams = 0, attentionTerm = 0;
   llvm::SmallPtrSet<Operation *, 16> edgeReads;
@@ -175,6 +212,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       }
     } else if (!llvm::isa<ParamOp, ConstantOp>(op)) {
       edge.add(&op);
+      edgeOps.push_back(&op);
       if (inForward)
         countForwardWork(&op, 1);
       for (Value operand : op.getOperands())
@@ -184,6 +222,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     if (&op == lossOp)
       inForward = false;
   }
+  edge.activationBytes = peakLiveBytes(edgeOps);
   estimate.layers = layers.size();
   llvm::StringSet<> templates;
   step.walk([&](func::CallOp call) { templates.insert(call.getCallee()); });
@@ -244,16 +283,21 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   double edgeSeconds = micro * edge.seconds(profile);
   double edgeIn = sim.run("h2d", "prefetch prologue/epilogue weights",
                           weightPasses * edgeParams * stream / h2d, 0);
-  std::vector<double> computeDone(layers.size() + 2, 0.0);
+  // Prefetch k (forward layers, then backward layers) fills slot k % 2, so it waits until the
+  // command that read prefetch k - 2 is done with that slot.
+  std::vector<double> slotReleased;
+  auto slotFree = [&] {
+    size_t k = slotReleased.size();
+    return k >= 2 ? slotReleased[k - 2] : 0.0;
+  };
   double previous = sim.run("compute", "prologue", edgeSeconds * 0.05, edgeIn);
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerCost &layer = layers[i];
-    double slotFree = i >= 2 ? computeDone[i - 2] : 0;
     double weights = sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
-                             weightPasses * layer.params * stream / h2d, slotFree);
+                             weightPasses * layer.params * stream / h2d, slotFree());
     previous = sim.run("compute", llvm::formatv("forward layer {0}", i),
                        micro * layer.forward.seconds(profile), std::max(weights, previous));
-    computeDone[i] = previous;
+    slotReleased.push_back(previous);
     if (!options.checkpointsOnDevice)
       sim.run("d2h", llvm::formatv("offload checkpoint {0}", i),
               micro * layer.checkpointBytes / d2h, previous);
@@ -262,14 +306,13 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   double adamEnd = 0;
   for (size_t n = layers.size(); n-- > 0;) {
     const LayerCost &layer = layers[n];
-    double slotFree = n + 2 < layers.size() ? computeDone[n + 2] : 0;
     double bytes = weightPasses * layer.params * stream +
                    (options.checkpointsOnDevice ? 0 : micro * layer.checkpointBytes);
     double weights = sim.run("h2d", llvm::formatv("prefetch layer {0} and its checkpoint", n),
-                             bytes / h2d, slotFree);
+                             bytes / h2d, slotFree());
     previous = sim.run("compute", llvm::formatv("backward layer {0}", n),
                        micro * layer.backward.seconds(profile), std::max(weights, previous));
-    computeDone[n] = previous;
+    slotReleased.push_back(previous);
     double grads = sim.run("d2h", llvm::formatv("offload gradients {0}", n),
                            weightPasses * layer.params * 4.0 / d2h, previous);
     adamEnd = sim.run("cpu", llvm::formatv("AdamW layer {0}", n),
