@@ -16,6 +16,7 @@ def MT_Dialect : Dialect {
   }];
   let cppNamespace = "::mt";
   let hasConstantMaterializer = 1;
+  let useDefaultTypePrinterParser = 1;
 }
 
 class MT_Op<string mnemonic, list<Trait> traits = []>

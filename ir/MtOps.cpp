@@ -434,5 +434,29 @@ LogicalResult PadOp::verify() {
   return verifySameElementType(*this, {getInput()});
 }
 
+//===----------------------------------------------------------------------===//
+// Schedule
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A copy's results are its operands' types, then a token.
+LogicalResult verifyCopy(Operation *op, StringRef kind) {
+  if (op->getNumResults() != op->getNumOperands() + 1)
+    return op->emitOpError("has ") << op->getNumResults() << " results for "
+                                   << op->getNumOperands() << " operands (one each and a token)";
+  for (auto [operand, result] : llvm::zip(op->getOperandTypes(), op->getResultTypes()))
+    if (operand != result)
+      return op->emitOpError("copies ") << operand << " into " << result;
+  if (!llvm::is_contained({"weights", "checkpoint", "gradients"}, kind))
+    return op->emitOpError("kind must be weights, checkpoint or gradients, got ") << kind;
+  return success();
+}
+
+} // namespace
+
+LogicalResult PrefetchOp::verify() { return verifyCopy(*this, getKind()); }
+LogicalResult OffloadOp::verify() { return verifyCopy(*this, getKind()); }
+
 #define GET_OP_CLASSES
 #include "ir/MtOps.cpp.inc"

@@ -12,6 +12,9 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#define GET_TYPEDEF_CLASSES
+#include "ir/MtTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "ir/MtOps.h.inc"
 

@@ -452,5 +452,6 @@ def MT_GatherOp : MT_Op<"gather", [Pure]> {
 }
 
 include "ir/MtGradOps.td"
+include "ir/MtScheduleOps.td"
 
 #endif // MT_OPS_TD

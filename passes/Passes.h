@@ -26,6 +26,19 @@ struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
 /// (`mt-train`).
 void buildTrainPassPipeline(mlir::OpPassManager &pm, const TrainPipelineOptions &options);
 
+struct SchedulePipelineOptions : mlir::PassPipelineOptions<SchedulePipelineOptions> {
+  Option<int64_t> lookahead{*this, "lookahead",
+                            llvm::cl::desc("Calls ahead that weights are prefetched"),
+                            llvm::cl::init(2)};
+  Option<bool> checkpointsOnDevice{*this, "checkpoints-on-device",
+                                   llvm::cl::desc("Keep layer inputs on the device"),
+                                   llvm::cl::init(false)};
+};
+
+/// Turns the training step into the MegaTrain schedule: copies, buffers, streams
+/// (`mt-schedule`).
+void buildSchedulePassPipeline(mlir::OpPassManager &pm, const SchedulePipelineOptions &options);
+
 /// Registers every mt pass and pipeline with the global registry, for mt-opt and mtc.
 void registerPassesAndPipelines();
 

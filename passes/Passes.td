@@ -133,6 +133,65 @@ def AutodiffPass : Pass<"mt-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
+  let summary = "Makes host-device copies explicit: weight prefetches, checkpoint and gradient offloads";
+  let description = [{
+    Before: @train_step (after mt-train) reads parameters with `mt.param` and passes them to
+    layer calls. After: every call reads its weights from an `mt.prefetch` placed right after
+    the call `lookahead` calls earlier (so with lookahead 2 two layers' weights are on the
+    device at once: double buffering); each layer's input goes to host memory with an
+    `mt.offload` as soon as it is computed and comes back with the weights of the layer's
+    backward (unless checkpoints stay on the device); every parameter gradient the step
+    returns leaves with an `mt.offload` right after it is computed; prologue and epilogue
+    parameters are prefetched just before their first use. Each copy yields a token.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+  let options = [
+    Option<"lookahead", "lookahead", "int64_t", "2",
+           "How many calls ahead a layer's weights are prefetched (2: double buffering)">,
+    Option<"checkpointsOnDevice", "checkpoints-on-device", "bool", "false",
+           "Keep layer inputs on the device instead of offloading them">,
+  ];
+}
+
+def AssignBuffersPass : Pass<"mt-assign-buffers", "mlir::ModuleOp"> {
+  let summary = "Places every device tensor of the step at a byte offset in one arena";
+  let description = [{
+    Before: @train_step with explicit copies (mt-insert-transfers). After: every op whose
+    results live on the device (all but parameter reads, constants and offloads) carries
+    `mt.offsets`, one byte offset per result in one device arena (-1 for host results); a
+    layer call also carries `mt.workspace = [offset, bytes]` for its template's intermediates
+    (their liveness peak); the function carries `mt.arena_bytes`, the plan's peak device
+    memory. A tensor is live from its op to its last use in program order; offsets are chosen
+    first-fit, 256-byte aligned, in program order, so a freed buffer is reused by the next
+    tensor that fits. mt-assign-streams then orders each reuse after the last use.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def AssignStreamsPass : Pass<"mt-assign-streams", "mlir::ModuleOp"> {
+  let summary = "Puts every command of the step on h2d, compute or d2h and orders them with events";
+  let description = [{
+    Before: @train_step after mt-assign-buffers. After: each command has `mt.stream`
+    (prefetches on "h2d", offloads on "d2h", the rest on "compute"), and the fewest events
+    that order every producer before its consumers on other streams and every buffer's last
+    use before the next tensor placed over it: a producer that others wait for has
+    `mt.record = id`, a consumer `mt.wait = [ids]`. A dependency already implied by an
+    earlier wait (vector clocks over the streams' orders) gets no event of its own. The
+    function carries `mt.events`, their number.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def TestPrintBuffersPass : Pass<"mt-test-print-buffers", "mlir::ModuleOp"> {
+  let summary = "Prints the arena placement and events of @train_step, for tests";
+  let description = [{
+    After mt-assign-buffers (and optionally mt-assign-streams), prints one line per device
+    tensor, "op#index result: offset O bytes B live [first, last] stream S waits [...] records
+    E", then the arena size. The IR is not changed.
+  }];
+}
+
 def PrintSchedulePass : Pass<"mt-print-schedule", "mlir::ModuleOp"> {
   let summary = "Prints the predicted step as a per-stream timeline a person can read";
   let description = [{

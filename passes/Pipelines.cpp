@@ -48,6 +48,18 @@ void buildTrainPassPipeline(OpPassManager &pm, const TrainPipelineOptions &optio
   pm.addPass(createCanonicalizerPass());
 }
 
+void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions &options) {
+  // The copies first: they decide which tensors live on the device and when.
+  InsertTransfersPassOptions transfers;
+  transfers.lookahead = options.lookahead;
+  transfers.checkpointsOnDevice = options.checkpointsOnDevice;
+  pm.addPass(createInsertTransfersPass(transfers));
+  // Offsets next, by the liveness the copies created; the streams pass orders every reuse of
+  // a buffer after the last use of its previous tensor, so it needs the offsets.
+  pm.addPass(createAssignBuffersPass());
+  pm.addPass(createAssignStreamsPass());
+}
+
 void registerPassesAndPipelines() {
   registerMTPasses();
   PassPipelineRegistration<>("mt-raise",
@@ -56,6 +68,9 @@ void registerPassesAndPipelines() {
   PassPipelineRegistration<TrainPipelineOptions>(
       "mt-train", "Cut layers into templates, append the loss and the backward pass",
       buildTrainPassPipeline);
+  PassPipelineRegistration<SchedulePipelineOptions>(
+      "mt-schedule", "Explicit copies, device buffers, streams and events for @train_step",
+      buildSchedulePassPipeline);
 }
 
 } // namespace mt

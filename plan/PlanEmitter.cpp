@@ -150,9 +150,29 @@ public:
         command.set_location(name.getName().str());
       for (Value operand : op.getOperands())
         command.add_operands(ids.lookup(operand));
+      // Tokens are not values: streams and events carry what they order.
       for (Value result : op.getResults()) {
+        if (!llvm::isa<RankedTensorType>(result.getType()))
+          continue;
         define(result);
         command.add_results(ids.lookup(result));
+      }
+      if (auto stream = op.getAttrOfType<StringAttr>("mt.stream")) {
+        command.set_stream(stream.str());
+        command.set_record(-1);
+        if (auto record = op.getAttrOfType<IntegerAttr>("mt.record"))
+          command.set_record(record.getInt());
+        if (auto waits = op.getAttrOfType<DenseI64ArrayAttr>("mt.wait"))
+          for (int64_t id : waits.asArrayRef())
+            command.add_waits(id);
+        if (auto offsets = op.getAttrOfType<DenseI64ArrayAttr>("mt.offsets"))
+          for (auto [result, offset] : llvm::zip(op.getResults(), offsets.asArrayRef()))
+            if (llvm::isa<RankedTensorType>(result.getType()))
+              command.add_offsets(offset);
+        if (auto workspace = op.getAttrOfType<DenseI64ArrayAttr>("mt.workspace")) {
+          command.set_workspace_offset(workspace[0]);
+          command.set_workspace_bytes(workspace[1]);
+        }
       }
       if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
         command.set_op("mt.call");
@@ -163,7 +183,8 @@ public:
       }
       command.set_op(op.getName().getStringRef().str());
       for (NamedAttribute attribute : op.getAttrs())
-        if (failed(setAttribute(&op, attribute, command)))
+        if (!attribute.getName().strref().starts_with("mt.") &&
+            failed(setAttribute(&op, attribute, command)))
           return failure();
       if (auto loss = llvm::dyn_cast<CrossEntropyOp>(op))
         plan.set_vocabulary(loss.getLogits().getType().getShape().back());
@@ -226,6 +247,10 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
   llvm::SmallVector<int> returned;
   if (failed(emitter.emit(step, program, returned)))
     return failure();
+  if (auto arena = step->getAttrOfType<IntegerAttr>("mt.arena_bytes"))
+    plan.set_arena_bytes(arena.getInt());
+  if (auto events = step->getAttrOfType<IntegerAttr>("mt.events"))
+    plan.set_events(events.getInt());
   program.set_loss(returned.front());
   for (int gradient : llvm::ArrayRef<int>(returned).drop_front())
     program.add_gradients(gradient);

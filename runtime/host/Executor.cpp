@@ -161,6 +161,13 @@ std::vector<HostTensor<T>> Executor<T>::execute(const plan::Program &program,
         owned[id] = std::make_unique<HostTensor<T>>(std::move(values[r]));
         at[id] = owned[id].get();
       }
+    } else if (command.op() == "mt.prefetch" || command.op() == "mt.offload") {
+      // Host and device memory are one here: a copy between them is a copy.
+      for (int r = 0; r < command.results_size(); ++r) {
+        int id = command.results(r);
+        owned[id] = std::make_unique<HostTensor<T>>(*operands.at(r));
+        at[id] = owned[id].get();
+      }
     } else {
       for (int id : command.results()) {
         owned[id] = std::make_unique<HostTensor<T>>(emptyTensor<T>(program.values(id).type()));

@@ -44,7 +44,7 @@ llvm::cl::opt<std::string> outputPath("o", llvm::cl::desc("Output file ('-' for 
                                       llvm::cl::value_desc("file"), llvm::cl::init("-"),
                                       llvm::cl::cat(category));
 
-enum class Stage { Import, Graph, Segments, Train, Timeline, Plan };
+enum class Stage { Import, Graph, Segments, Train, Schedule, Timeline, Plan };
 llvm::cl::opt<Stage> emit(
     "emit",
     llvm::cl::desc("The stage to write (default: plan when -o names a .mtp file, else graph)"),
@@ -53,6 +53,8 @@ llvm::cl::opt<Stage> emit(
                      clEnumValN(Stage::Segments, "segments",
                                 "the forward cut into layers that call shared templates"),
                      clEnumValN(Stage::Train, "train", "the training step: loss and backward"),
+                     clEnumValN(Stage::Schedule, "schedule",
+                                "the step with copies, device buffers, streams and events"),
                      clEnumValN(Stage::Timeline, "timeline",
                                 "the predicted step as Chrome trace-event JSON (Perfetto)"),
                      clEnumValN(Stage::Plan, "plan", "the plan that mt-run executes (binary)")),
@@ -194,6 +196,16 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   FailureOr<StepEstimate> step = estimateStep(module, *profile, options);
   if (failed(step))
     return failure();
+  return step;
+}
+
+/// The plan's peak device memory is its arena; it must fit the budget.
+LogicalResult checkArena(ModuleOp module, StepEstimate &step) {
+  auto arena = module.lookupSymbol<func::FuncOp>("train_step")->getAttrOfType<IntegerAttr>(
+      "mt.arena_bytes");
+  step.peakDeviceBytes = arena.getInt();
+  std::string error;
+  FailureOr<DeviceProfile> profile = loadDeviceProfile(target, error);
   double budget = profile->deviceMemoryBytes;
   if (!deviceMemory.empty()) {
     std::optional<double> bytes = parseBytes(deviceMemory);
@@ -203,14 +215,15 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
     }
     budget = *bytes;
   }
-  if (step->peakDeviceBytes > budget) {
-    llvm::errs() << "mtc: the plan needs " << formatBytes(step->peakDeviceBytes)
-                 << " of device memory (" << step->peakBreakdown << ") but "
-                 << formatBytes(budget) << " are available on " << profile->name
+  if (step.peakDeviceBytes > budget) {
+    llvm::errs() << "mtc: the plan needs " << formatBytes(step.peakDeviceBytes)
+                 << " of device memory (its arena; the cost model's largest phase is "
+                 << step.peakBreakdown << ") but " << formatBytes(budget)
+                 << " are available on " << profile->name
                  << (checkpoints == "device" ? "; try --checkpoints=host" : "") << "\n";
     return failure();
   }
-  return step;
+  return success();
 }
 
 void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &os) {
@@ -269,8 +282,8 @@ void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &
                       "accumulation, checkpoints on the {4}\n",
                       step->layers, step->templates, step->recomputeInterval,
                       step->accumulation, step->checkpointsOnDevice ? "device" : "host");
-  os << "device      peak " << formatBytes(step->peakDeviceBytes) << " (" << step->peakBreakdown
-     << ")\n";
+  os << "device      peak " << formatBytes(step->peakDeviceBytes)
+     << " (the plan's arena; the cost model's largest phase: " << step->peakBreakdown << ")\n";
   os << llvm::formatv("host        {0}, {1:f1} bytes per parameter\n",
                       formatBytes(step->hostBytes), step->hostBytesPerParam);
   os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",
@@ -320,10 +333,10 @@ int compilerMain(int argc, char **argv) {
   if (!module)
     return 1;
 
-  // A summary describes the training step, so it compiles that far unless told otherwise.
+  // A summary describes the scheduled step, so it compiles that far unless told otherwise.
   Stage stage = emit.getNumOccurrences()                         ? emit.getValue()
                  : llvm::StringRef(outputPath).ends_with(".mtp") ? Stage::Plan
-                 : summary != Summary::None                      ? Stage::Train
+                 : summary != Summary::None                      ? Stage::Schedule
                                                                   : Stage::Graph;
   if (stage != Stage::Import) {
     PassManager pm(&context);
@@ -346,6 +359,14 @@ int compilerMain(int argc, char **argv) {
     if (failed(estimated))
       return 1;
     step = *estimated;
+  }
+  if (stage >= Stage::Schedule) {
+    PassManager pm(&context);
+    SchedulePipelineOptions schedule;
+    schedule.checkpointsOnDevice = checkpoints == "device";
+    buildSchedulePassPipeline(pm, schedule);
+    if (failed(pm.run(*module)) || failed(checkArena(*module, *step)))
+      return 1;
   }
   if (stage == Stage::Plan && summary == Summary::None)
     return writePlan(*module, *step) ? 0 : 1;

@@ -1,0 +1,47 @@
+// Schedule ops of the mt dialect: the explicit copies between host memory and the device that
+// turn a training step into the MegaTrain schedule. Each copy returns a token, which is done
+// when the copy is; streams and events are assigned to them later.
+#ifndef MT_SCHEDULE_OPS_TD
+#define MT_SCHEDULE_OPS_TD
+
+def MT_Token : TypeDef<MT_Dialect, "Token"> {
+  let mnemonic = "token";
+  let summary = "completion of an asynchronous copy";
+  let description = [{
+    A copy's token; ops that consume the copy's results wait for it (IREE's timepoints are the
+    model).
+  }];
+}
+
+def MT_PrefetchOp : MT_Op<"prefetch"> {
+  let summary = "copies host tensors (a layer's weights, a checkpoint) into device memory";
+  let description = [{
+    The results are the device copies of the operands, in order, then the token of the copy.
+    `layer` names the layer (-1: prologue or epilogue); `kind` says what moves.
+
+    ```mlir
+    %w:2, %t = mt.prefetch %a, %b {kind = "weights", layer = 3 : i64} : (tensor<8x8xf32>, tensor<8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>, !mt.token)
+    ```
+  }];
+  let arguments = (ins Variadic<MT_Tensor>:$host_values, StrAttr:$kind, I64Attr:$layer);
+  let results = (outs Variadic<MT_Tensor>:$device_values, MT_Token:$token);
+  let assemblyFormat = "$host_values attr-dict `:` functional-type($host_values, results)";
+  let hasVerifier = 1;
+}
+
+def MT_OffloadOp : MT_Op<"offload"> {
+  let summary = "copies device tensors (a layer's gradients, a checkpoint) to host memory";
+  let description = [{
+    The results are the host copies of the operands, in order, then the token of the copy.
+
+    ```mlir
+    %g:2, %t = mt.offload %da, %db {kind = "gradients", layer = 3 : i64} : (tensor<8x8xf32>, tensor<8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>, !mt.token)
+    ```
+  }];
+  let arguments = (ins Variadic<MT_Tensor>:$device_values, StrAttr:$kind, I64Attr:$layer);
+  let results = (outs Variadic<MT_Tensor>:$host_values, MT_Token:$token);
+  let assemblyFormat = "$device_values attr-dict `:` functional-type($device_values, results)";
+  let hasVerifier = 1;
+}
+
+#endif // MT_SCHEDULE_OPS_TD
