@@ -95,18 +95,23 @@ struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
     }
 
     Builder b(&getContext());
-    llvm::DenseMap<Operation *, llvm::SmallVector<int64_t>> offsets;
+    llvm::DenseMap<Operation *, std::pair<llvm::SmallVector<int64_t>, llvm::SmallVector<int64_t>>>
+        placed;
     for (const DeviceBuffer &buffer : liveness.buffers) {
       if (buffer.resultIndex < 0) {
         buffer.op->setAttr("mt.workspace", b.getDenseI64ArrayAttr({buffer.offset, buffer.bytes}));
         continue;
       }
-      llvm::SmallVector<int64_t> &list = offsets[buffer.op];
-      list.resize(buffer.op->getNumResults(), -1);
-      list[buffer.resultIndex] = buffer.offset;
+      auto &[offsets, sizes] = placed[buffer.op];
+      offsets.resize(buffer.op->getNumResults(), -1);
+      sizes.resize(buffer.op->getNumResults(), 0);
+      offsets[buffer.resultIndex] = buffer.offset;
+      sizes[buffer.resultIndex] = buffer.bytes;
     }
-    for (auto &[op, list] : offsets)
-      op->setAttr("mt.offsets", b.getDenseI64ArrayAttr(list));
+    for (auto &[op, offsetsAndSizes] : placed) {
+      op->setAttr("mt.offsets", b.getDenseI64ArrayAttr(offsetsAndSizes.first));
+      op->setAttr("mt.sizes", b.getDenseI64ArrayAttr(offsetsAndSizes.second));
+    }
     step->setAttr("mt.arena_bytes", b.getI64IntegerAttr(arena.size()));
     LLVM_DEBUG(llvm::dbgs() << liveness.buffers.size() << " buffers in " << arena.size()
                             << " bytes\n");

@@ -159,7 +159,8 @@ def AssignBuffersPass : Pass<"mt-assign-buffers", "mlir::ModuleOp"> {
   let description = [{
     Before: @train_step with explicit copies (mt-insert-transfers). After: every op whose
     results live on the device (all but parameter reads, constants and offloads) carries
-    `mt.offsets`, one byte offset per result in one device arena (-1 for host results); a
+    `mt.offsets` and `mt.sizes`, one byte offset and size per result in one device arena (-1
+    and 0 for host results); a
     layer call also carries `mt.workspace = [offset, bytes]` for its template's intermediates
     (their liveness peak); the function carries `mt.arena_bytes`, the plan's peak device
     memory. A tensor is live from its op to its last use in program order; offsets are chosen

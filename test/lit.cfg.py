@@ -13,6 +13,8 @@ config.test_exec_root = os.path.join(config.mt_obj_root, "test")
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%fixtures", config.fixtures_dir))
+# A tool's path where a script (not the shell) runs it.
+config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools", "mt-run")))
 # Fixture scripts need Debian's python3 (torch, onnx), not the interpreter running lit.
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
 config.substitutions.append(("%python", "/usr/bin/python3"))

@@ -106,6 +106,58 @@ Executor<T>::Executor(const plan::Plan &plan) : plan(plan) {
 }
 
 template <typename T>
+std::unique_ptr<HostTensor<T>>
+Executor<T>::sourceValue(const plan::Program &program, int id,
+                         const std::vector<const T *> &parameters) const {
+  const plan::Value &value = program.values(id);
+  auto tensor = std::make_unique<HostTensor<T>>(emptyTensor<T>(value.type()));
+  int64_t count = tensor->size();
+  if (value.has_parameter()) {
+    const T *data = parameters.at(value.parameter());
+    tensor->reals.assign(data, data + count);
+  } else if (value.has_constant()) {
+    const char *bytes = value.constant().data();
+    int64_t width = bytesPerElement(value.type().dtype());
+    for (int64_t i = 0; i < count; ++i) {
+      if (tensor->isFloat)
+        tensor->reals[i] = static_cast<T>(decodeReal(bytes + i * width, value.type().dtype()));
+      else
+        tensor->ints[i] = decodeInteger(bytes + i * width, value.type().dtype());
+    }
+  } else {
+    throw KernelError("value " + std::to_string(id) + " is read but never computed");
+  }
+  return tensor;
+}
+
+template <typename T>
+std::vector<HostTensor<T>>
+Executor<T>::runCommand(const plan::Program &program, const plan::Command &command,
+                        const std::vector<const HostTensor<T> *> &operands,
+                        const std::vector<const T *> &parameters) const {
+  if (command.op() == "mt.call") {
+    int index = command.attributes().at("template").i();
+    const plan::Template &layer = plan.templates(index);
+    return execute(layer.body(), templateLastUse[index], operands, parameters,
+                   {layer.results().begin(), layer.results().end()});
+  }
+  std::vector<HostTensor<T>> results;
+  // Host and device memory are one here: a copy between them is a copy.
+  if (command.op() == "mt.prefetch" || command.op() == "mt.offload") {
+    for (int r = 0; r < command.results_size(); ++r)
+      results.push_back(*operands.at(r));
+    return results;
+  }
+  for (int id : command.results())
+    results.push_back(emptyTensor<T>(program.values(id).type()));
+  std::vector<HostTensor<T> *> pointers;
+  for (HostTensor<T> &result : results)
+    pointers.push_back(&result);
+  runKernel<T>(command, operands, pointers);
+  return results;
+}
+
+template <typename T>
 std::vector<HostTensor<T>> Executor<T>::execute(const plan::Program &program,
                                                 const std::vector<int> &lastUse,
                                                 const std::vector<const HostTensor<T> *> &inputs,
@@ -115,66 +167,26 @@ std::vector<HostTensor<T>> Executor<T>::execute(const plan::Program &program,
   std::vector<const HostTensor<T> *> at(program.values_size(), nullptr);
   std::vector<std::unique_ptr<HostTensor<T>>> owned(program.values_size());
   auto materialize = [&](int id) -> const HostTensor<T> & {
-    if (at[id])
-      return *at[id];
-    const plan::Value &value = program.values(id);
-    if (value.has_input()) {
-      at[id] = inputs.at(value.input());
-      return *at[id];
-    }
-    auto tensor = std::make_unique<HostTensor<T>>(emptyTensor<T>(value.type()));
-    int64_t count = tensor->size();
-    if (value.has_parameter()) {
-      const T *data = parameters.at(value.parameter());
-      tensor->reals.assign(data, data + count);
-    } else if (value.has_constant()) {
-      const char *bytes = value.constant().data();
-      int64_t width = bytesPerElement(value.type().dtype());
-      for (int64_t i = 0; i < count; ++i) {
-        if (tensor->isFloat)
-          tensor->reals[i] = static_cast<T>(decodeReal(bytes + i * width, value.type().dtype()));
-        else
-          tensor->ints[i] = decodeInteger(bytes + i * width, value.type().dtype());
+    if (!at[id]) {
+      if (program.values(id).has_input()) {
+        at[id] = inputs.at(program.values(id).input());
+      } else {
+        owned[id] = sourceValue(program, id, parameters);
+        at[id] = owned[id].get();
       }
-    } else {
-      throw KernelError("value " + std::to_string(id) + " is read but never computed");
     }
-    owned[id] = std::move(tensor);
-    at[id] = owned[id].get();
     return *at[id];
   };
-
   for (int c = 0; c < program.commands_size(); ++c) {
     const plan::Command &command = program.commands(c);
     std::vector<const HostTensor<T> *> operands;
     for (int id : command.operands())
       operands.push_back(&materialize(id));
-    std::vector<HostTensor<T> *> results;
-    if (command.op() == "mt.call") {
-      int index = command.attributes().at("template").i();
-      const plan::Template &layer = plan.templates(index);
-      std::vector<HostTensor<T>> values =
-          execute(layer.body(), templateLastUse[index], operands, parameters,
-                  {layer.results().begin(), layer.results().end()});
-      for (size_t r = 0; r < values.size(); ++r) {
-        int id = command.results(r);
-        owned[id] = std::make_unique<HostTensor<T>>(std::move(values[r]));
-        at[id] = owned[id].get();
-      }
-    } else if (command.op() == "mt.prefetch" || command.op() == "mt.offload") {
-      // Host and device memory are one here: a copy between them is a copy.
-      for (int r = 0; r < command.results_size(); ++r) {
-        int id = command.results(r);
-        owned[id] = std::make_unique<HostTensor<T>>(*operands.at(r));
-        at[id] = owned[id].get();
-      }
-    } else {
-      for (int id : command.results()) {
-        owned[id] = std::make_unique<HostTensor<T>>(emptyTensor<T>(program.values(id).type()));
-        at[id] = owned[id].get();
-        results.push_back(owned[id].get());
-      }
-      runKernel<T>(command, operands, results);
+    std::vector<HostTensor<T>> results = runCommand(program, command, operands, parameters);
+    for (int r = 0; r < command.results_size(); ++r) {
+      int id = command.results(r);
+      owned[id] = std::make_unique<HostTensor<T>>(std::move(results[r]));
+      at[id] = owned[id].get();
     }
     for (int id : command.operands())
       if (lastUse[id] == c) {
@@ -187,7 +199,6 @@ std::vector<HostTensor<T>> Executor<T>::execute(const plan::Program &program,
         at[id] = nullptr;
       }
   }
-
   std::vector<HostTensor<T>> values;
   for (int id : outputs)
     values.push_back(materialize(id));
@@ -195,8 +206,8 @@ std::vector<HostTensor<T>> Executor<T>::execute(const plan::Program &program,
 }
 
 template <typename T>
-StepResult<T> Executor<T>::run(const std::vector<const T *> &parameters,
-                               const std::map<std::string, std::vector<int64_t>> &inputs) const {
+std::vector<HostTensor<T>> Executor<T>::tokenInputs(
+    const std::map<std::string, std::vector<int64_t>> &inputs) const {
   const plan::Program &step = plan.step();
   std::vector<HostTensor<T>> tokens;
   for (const plan::Input &input : step.inputs()) {
@@ -208,10 +219,18 @@ StepResult<T> Executor<T>::run(const std::vector<const T *> &parameters,
     tensor.ints = it->second;
     tokens.push_back(std::move(tensor));
   }
+  return tokens;
+}
+
+template <typename T>
+StepResult<T> Executor<T>::run(const std::vector<const T *> &parameters,
+                               const std::map<std::string, std::vector<int64_t>> &inputs) const {
+  std::vector<HostTensor<T>> tokens = tokenInputs(inputs);
   std::vector<const HostTensor<T> *> pointers;
   for (const HostTensor<T> &tensor : tokens)
     pointers.push_back(&tensor);
-  std::vector<HostTensor<T>> values = execute(step, stepLastUse, pointers, parameters, stepOutputs);
+  std::vector<HostTensor<T>> values =
+      execute(plan.step(), stepLastUse, pointers, parameters, stepOutputs);
   StepResult<T> result;
   result.loss = static_cast<double>(values.front().reals.at(0));
   for (size_t g = 1; g < values.size(); ++g)

@@ -7,10 +7,17 @@
 #include "runtime/host/HostTensor.h"
 
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace mt::host {
+
+/// A scheduled plan misses a dependency: the message names the commands and the tensor.
+struct ScheduleError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// What one step produces: the loss and one gradient per plan parameter (row-major, in the
 /// executor's precision).
@@ -30,7 +37,28 @@ public:
   StepResult<T> run(const std::vector<const T *> &parameters,
                     const std::map<std::string, std::vector<int64_t>> &inputs) const;
 
+  /// Runs the step as the three streams of a scheduled plan might: commands in an order drawn
+  /// from `seed` that keeps only each stream's order and the plan's events. Every device
+  /// buffer is poisoned (NaN) when its last reader is done, and a command that reads a tensor
+  /// not yet produced or already released, or writes over bytes of the arena another command
+  /// still needs, is a ScheduleError naming both: a dependency the plan is missing.
+  /// `ignoredEvent` drops one event's waits, to test that such a plan is caught.
+  StepResult<T> runInterleaved(const std::vector<const T *> &parameters,
+                               const std::map<std::string, std::vector<int64_t>> &inputs,
+                               uint64_t seed, int ignoredEvent = -1) const;
+
 private:
+  /// A value that no command computes: a parameter or a constant.
+  std::unique_ptr<HostTensor<T>> sourceValue(const plan::Program &program, int id,
+                                             const std::vector<const T *> &parameters) const;
+  /// The results of one command (a kernel, a copy or a template call).
+  std::vector<HostTensor<T>> runCommand(const plan::Program &program,
+                                        const plan::Command &command,
+                                        const std::vector<const HostTensor<T> *> &operands,
+                                        const std::vector<const T *> &parameters) const;
+  /// The step's token inputs, checked against the plan.
+  std::vector<HostTensor<T>> tokenInputs(
+      const std::map<std::string, std::vector<int64_t>> &inputs) const;
   /// Runs `program` with its inputs given by `inputs` (Program.inputs order, not owned) and
   /// returns the values `outputs` names.
   std::vector<HostTensor<T>> execute(const plan::Program &program,

@@ -31,6 +31,10 @@ const char *kUsage = R"(usage: mt-run PLAN [options]
   --dump                    print the plan and exit
   --check-gradients         compare the backward with finite differences (fp64) and exit
   --check-tolerance X       the largest error --check-gradients accepts (default 1e-5)
+  --check-schedule          run each step as the plan's streams might interleave (a random
+                            order per step that keeps only stream order and events), poison
+                            released buffers, and fail on any dependency the plan misses
+  --ignore-event N          with --check-schedule: drop event N (tests that the check fails)
   --data FILE               training tokens (nanoGPT uint16, llm.c headered, or --data-dtype=u32)
   --data-dtype u16|u32      element type of a raw token file (default u16)
   --steps N                 optimizer steps (default 1)
@@ -53,7 +57,8 @@ struct UsageError : std::runtime_error {
 struct Options {
   std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics,
                     saveWeights;
-  bool dump = false, checkGradients = false;
+  bool dump = false, checkGradients = false, checkSchedule = false;
+  int ignoredEvent = -1;
   double checkTolerance = 1e-5;
   int64_t steps = 1;
   uint64_t seed = 0;
@@ -93,6 +98,10 @@ Options parseOptions(int argc, char **argv) {
       options.dump = true;
     else if (arg == "--check-gradients")
       options.checkGradients = true;
+    else if (arg == "--check-schedule")
+      options.checkSchedule = true;
+    else if (arg == "--ignore-event")
+      options.ignoredEvent = static_cast<int>(numberOf(arg, take()));
     else if (arg == "--check-tolerance")
       options.checkTolerance = numberOf(arg, take());
     else if (arg == "--help")
@@ -186,6 +195,9 @@ int train(const Options &options) {
                 check.worstElement.c_str());
     return check.worstError <= options.checkTolerance ? 0 : 1;
   }
+  if (options.checkSchedule && plan.step().commands_size() > 0 &&
+      plan.step().commands(0).stream().empty())
+    throw std::runtime_error("--check-schedule needs a scheduled plan (mtc -o PLAN.mtp)");
   if (options.backend == "cuda")
     throw std::runtime_error("--backend=cuda: this mt-run was built without the CUDA backend");
   if (options.backend != "auto" && options.backend != "host")
@@ -239,8 +251,13 @@ int train(const Options &options) {
     host::StepResult<float> result;
     for (int64_t m = 0; m < micro; ++m) {
       Batch tokens = data.next(batch, length, plan.vocabulary());
+      std::map<std::string, std::vector<int64_t>> inputs{{"input_ids", tokens.inputs},
+                                                         {"targets", tokens.targets}};
       host::StepResult<float> part =
-          executor.run(weights, {{"input_ids", tokens.inputs}, {"targets", tokens.targets}});
+          options.checkSchedule
+              ? executor.runInterleaved(weights, inputs, options.seed * 7919 + step * 31 + m,
+                                        options.ignoredEvent)
+              : executor.run(weights, inputs);
       result.loss += part.loss / micro;
       if (m == 0) {
         result.gradients = std::move(part.gradients);

@@ -90,6 +90,11 @@ llvm::cl::opt<std::string> deviceMemory(
                                     "target's)"),
     llvm::cl::cat(category));
 
+llvm::cl::opt<bool> schedule(
+    "schedule",
+    llvm::cl::desc("Schedule the step: copies, device buffers, streams (default on)"),
+    llvm::cl::init(true), llvm::cl::cat(category));
+
 llvm::cl::list<std::string> inputShapes(
     "input-shape",
     llvm::cl::desc("Static shape of a graph input with free dimensions, NAME:4x32 (repeatable)"),
@@ -360,7 +365,7 @@ int compilerMain(int argc, char **argv) {
       return 1;
     step = *estimated;
   }
-  if (stage >= Stage::Schedule) {
+  if (stage >= Stage::Schedule && schedule) {
     PassManager pm(&context);
     SchedulePipelineOptions schedule;
     schedule.checkpointsOnDevice = checkpoints == "device";
