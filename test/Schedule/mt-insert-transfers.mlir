@@ -1,0 +1,33 @@
+// RUN: mt-opt %S/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train, mt-insert-transfers)' | FileCheck %s
+// RUN: mt-opt %S/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train, mt-insert-transfers{lookahead=1})' | FileCheck %s --check-prefix=AHEAD1
+// RUN: mt-opt %S/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train, mt-insert-transfers{checkpoints-on-device=true})' | FileCheck %s --check-prefix=DEVICE
+
+// Tests that with lookahead 2 the first two layers' weights are prefetched before the step
+// computes anything, and layer k's right after the call of layer k - 2 (double buffering);
+// that each layer's input leaves as a checkpoint once computed and comes back with the
+// weights of its backward; that prologue/epilogue parameters arrive before their first use;
+// and that every returned gradient leaves with an offload right after it is computed.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[W0:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
+// CHECK-NEXT: %[[W1:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 1 : i64}
+// CHECK-NEXT: %[[TABLE:.*]], %{{.*}} = mt.prefetch %{{.*}} {kind = "weights", layer = -1 : i64}
+// CHECK-NEXT: %[[X0:.*]] = mt.embedding %[[TABLE]]
+// CHECK-NEXT: %[[C0:.*]], %{{.*}} = mt.offload %[[X0]] {kind = "checkpoint", layer = 0 : i64}
+// CHECK-NEXT: %[[X1:.*]] = call @layer_0(%[[X0]], %[[W0]]#0, {{.*}}) {mt.layer = 0 : i64}
+// CHECK-NEXT: %[[W2:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 2 : i64}
+// CHECK: call @layer_0(%[[X1]], %[[W1]]#0, {{.*}}) {mt.layer = 1 : i64}
+// CHECK: %[[B2:.*]]:7, %{{.*}} = mt.prefetch %{{.*}} {kind = "checkpoint", layer = 2 : i64}
+// CHECK: call @layer_1({{.*}}, %[[W2]]#0, {{.*}}) {mt.layer = 2 : i64}
+// CHECK: %[[G2:.*]]:7 = call @layer_1_bwd(%[[B2]]#0, %[[B2]]#1, {{.*}}) {mt.layer = 2 : i64}
+// CHECK-NEXT: mt.offload %[[G2]]#1, {{.*}} {kind = "gradients", layer = 2 : i64}
+// CHECK: %[[B0:.*]]:7, %{{.*}} = mt.prefetch %[[C0]], {{.*}} {kind = "checkpoint", layer = 0 : i64}
+// CHECK: call @layer_0_bwd(%[[B0]]#0,
+// CHECK: return {{.*}} : tensor<f32>
+
+// AHEAD1-LABEL: func.func @train_step
+// AHEAD1: call @layer_0({{.*}}) {mt.layer = 0 : i64}
+// AHEAD1-NEXT: mt.prefetch {{.*}} {kind = "weights", layer = 1 : i64}
+
+// DEVICE-LABEL: func.func @train_step
+// DEVICE-NOT: kind = "checkpoint"
+// DEVICE: return
