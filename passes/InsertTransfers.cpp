@@ -8,6 +8,8 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 
 #define DEBUG_TYPE "mt-insert-transfers"
 
@@ -52,22 +54,34 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
       if (auto call = llvm::dyn_cast<func::CallOp>(op))
         calls.push_back(call);
 
-    // Checkpoints: each forward layer's input leaves for host memory once computed, and its
-    // backward reads the copy that comes back with its weights.
-    llvm::DenseMap<int64_t, Value> hostCheckpoint;
+    // Checkpoints: a layer input that the backward reads (the backward of that layer, or a
+    // recomputation of its block) leaves for host memory once computed; the first backward
+    // reader brings it back with its weights and later readers share that copy.
+    llvm::DenseSet<Value> streamValues;
+    for (func::CallOp call : calls)
+      if (!readsCheckpoint(call)) {
+        streamValues.insert(call.getOperand(0));
+        streamValues.insert(call.getResult(0));
+      }
+    llvm::MapVector<Value, Value> hostCheckpoint;
     if (!checkpointsOnDevice)
       for (func::CallOp call : calls) {
-        if (isBackward(call))
-          continue;
         Value input = call.getOperand(0);
+        if (!readsCheckpoint(call) || !streamValues.contains(input) || hostCheckpoint.count(input))
+          continue;
         if (Operation *producer = input.getDefiningOp())
           b.setInsertionPointAfter(producer);
         else
           b.setInsertionPointToStart(&body);
-        hostCheckpoint[layerOf(call)] =
-            createCopy<OffloadOp>(b, call.getLoc(), input, "checkpoint", layerOf(call))
-                .getResult(0);
+        int64_t layer = -1;
+        for (OpOperand &use : input.getUses())
+          if (auto reader = llvm::dyn_cast<func::CallOp>(use.getOwner());
+              reader && !readsCheckpoint(reader) && use.getOperandNumber() == 0)
+            layer = layerOf(reader);
+        hostCheckpoint[input] =
+            createCopy<OffloadOp>(b, call.getLoc(), input, "checkpoint", layer).getResult(0);
       }
+    llvm::DenseMap<Value, Value> reloaded;
 
     // Weights (and the checkpoint) of call k arrive right after call k - lookahead.
     for (auto [k, call] : llvm::enumerate(calls)) {
@@ -78,10 +92,14 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
           moved.push_back(operand.getOperandNumber());
           hostValues.push_back(operand.get());
         }
-      bool reloadsCheckpoint = isBackward(call) && hostCheckpoint.count(layerOf(call));
+      Value input = call.getOperand(0);
+      bool reloadsCheckpoint = readsCheckpoint(call) && hostCheckpoint.count(input) &&
+                               !reloaded.count(input);
+      if (Value copy = reloaded.lookup(input); copy && readsCheckpoint(call))
+        call->setOperand(0, copy);
       if (reloadsCheckpoint) {
         moved.insert(moved.begin(), 0);
-        hostValues.insert(hostValues.begin(), hostCheckpoint[layerOf(call)]);
+        hostValues.insert(hostValues.begin(), hostCheckpoint[input]);
       }
       if (hostValues.empty())
         continue;
@@ -102,6 +120,8 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
                                              layerOf(call));
       for (auto [index, number] : llvm::enumerate(moved))
         call->setOperand(number, prefetch.getResult(index));
+      if (reloadsCheckpoint)
+        reloaded[input] = prefetch.getResult(0);
     }
 
     // Prologue and epilogue parameters arrive just before their first use.
@@ -141,9 +161,10 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
     }
   }
 
-  static bool isBackward(func::CallOp call) {
+  /// Backward calls and recomputed forward calls read layer inputs kept from the forward.
+  static bool readsCheckpoint(func::CallOp call) {
     auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
-    return callee && callee->hasAttr("mt.backward_of");
+    return call->hasAttr("mt.recompute") || (callee && callee->hasAttr("mt.backward_of"));
   }
 
   /// The first op that is not a parameter read or a constant: where early copies go.

@@ -27,6 +27,9 @@ struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
 void buildTrainPassPipeline(mlir::OpPassManager &pm, const TrainPipelineOptions &options);
 
 struct SchedulePipelineOptions : mlir::PassPipelineOptions<SchedulePipelineOptions> {
+  Option<int64_t> recomputeInterval{*this, "recompute-interval",
+                                    llvm::cl::desc("Layers per checkpoint (K)"),
+                                    llvm::cl::init(1)};
   Option<int64_t> lookahead{*this, "lookahead",
                             llvm::cl::desc("Calls ahead that weights are prefetched"),
                             llvm::cl::init(2)};

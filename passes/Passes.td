@@ -133,6 +133,23 @@ def AutodiffPass : Pass<"mt-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def RecomputePass : Pass<"mt-recompute", "mlir::ModuleOp"> {
+  let summary = "Checkpoints every K layers; the backward recomputes each block's inputs";
+  let description = [{
+    Before: @train_step (after mt-train), where the backward of layer j reads layer j's input
+    as the forward computed it, so every layer input waits for the backward (a checkpoint per
+    layer). After, with `interval` K: layers form blocks of K; only a block's first input is
+    a checkpoint. Right before the backward of a block's last layer, the forward calls of the
+    block's other layers run again from the checkpoint (`mt.recompute`), and the backward of
+    each layer reads the recomputed input, so the forward's inner-block values die as soon as
+    the next layer has read them. K = 1 changes nothing.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+  let options = [
+    Option<"interval", "interval", "int64_t", "1", "Layers per checkpoint (K)">,
+  ];
+}
+
 def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
   let summary = "Makes host-device copies explicit: weight prefetches, checkpoint and gradient offloads";
   let description = [{

@@ -49,7 +49,12 @@ void buildTrainPassPipeline(OpPassManager &pm, const TrainPipelineOptions &optio
 }
 
 void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions &options) {
-  // The copies first: they decide which tensors live on the device and when.
+  // Recompute first: it decides which layer inputs the backward needs from the forward, the
+  // checkpoints that the copies then move.
+  RecomputePassOptions recompute;
+  recompute.interval = options.recomputeInterval;
+  pm.addPass(createRecomputePass(recompute));
+  // The copies next: they decide which tensors live on the device and when.
   InsertTransfersPassOptions transfers;
   transfers.lookahead = options.lookahead;
   transfers.checkpointsOnDevice = options.checkpointsOnDevice;

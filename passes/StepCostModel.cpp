@@ -118,6 +118,14 @@ Cost costOf(func::FuncOp function) {
   return cost;
 }
 
+/// The parameter read behind `value`, looking through the prefetch that brought it to the
+/// device in a scheduled step.
+ParamOp parameterBehind(Value value) {
+  if (auto prefetch = value.getDefiningOp<PrefetchOp>())
+    value = prefetch.getOperand(llvm::cast<OpResult>(value).getResultNumber());
+  return value.getDefiningOp<ParamOp>();
+}
+
 struct LayerCost {
   int64_t params = 0, checkpointBytes = 0;
   Cost forward, backward;
@@ -163,7 +171,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.accumulation = options.accumulation == "auto" ? "layer-major" : options.accumulation;
   bool layerMajor = estimate.accumulation == "layer-major";
   estimate.checkpointsOnDevice = options.checkpointsOnDevice;
-  estimate.recomputeInterval = 1;
+  int64_t interval = std::max<int64_t>(options.recomputeInterval, 1);
+  estimate.recomputeInterval = interval;
   for (ParameterOp parameter : module.getOps<ParameterOp>())
     estimate.params += numElements(parameter.getTensorType().getShape());
 
@@ -190,6 +199,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     }
   };
   for (Operation &op : step.getBody().front().without_terminator()) {
+    if (llvm::isa<PrefetchOp, OffloadOp>(op) || op.hasAttr("mt.recompute"))
+      continue;
     if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
       auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
       auto index = call->getAttrOfType<IntegerAttr>("mt.layer");
@@ -199,7 +210,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         layers.emplace_back();
         LayerCost &layer = layers.back();
         for (Value operand : call.getOperands())
-          if (operand.getDefiningOp<ParamOp>())
+          if (parameterBehind(operand))
             layer.params += elementsOf(operand.getType());
         layer.checkpointBytes = elementsOf(call.getOperand(0).getType()) * kActivationBytes;
         layer.forward = costOf(callee);
@@ -216,7 +227,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       if (inForward)
         countForwardWork(&op, 1);
       for (Value operand : op.getOperands())
-        if (auto read = operand.getDefiningOp<ParamOp>(); read && edgeReads.insert(read).second)
+        if (ParamOp read = parameterBehind(operand); read && edgeReads.insert(read).second)
           edgeParams += elementsOf(read.getType());
     }
     if (&op == lossOp)
@@ -235,9 +246,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   int64_t stream = options.streamBytesPerParameter;
   int64_t layerParams = 0, checkpoints = 0, maxLayerParams = 0, maxCheckpoint = 0;
   int64_t maxBackwardActivations = 0;
-  for (const LayerCost &layer : layers) {
+  for (auto [i, layer] : llvm::enumerate(layers)) {
+    // Only every K-th layer's input is kept for the backward.
+    if (i % interval == 0)
+      checkpoints += layer.checkpointBytes;
     layerParams += layer.params;
-    checkpoints += layer.checkpointBytes;
     maxLayerParams = std::max(maxLayerParams, layer.params);
     maxCheckpoint = std::max(maxCheckpoint, layer.checkpointBytes);
     maxBackwardActivations = std::max(maxBackwardActivations, layer.backward.activationBytes);
@@ -269,9 +282,13 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
                 formatBytes(checkpointBuffers);
 
   estimate.flopsPerStep = micro * (6.0 * matmulParams * tokens + attentionTerm);
+  // Recompute: in a block of K, the forward of all but the last layer runs a second time.
+  auto recomputed = [&](size_t i) {
+    return (i % interval) != static_cast<size_t>(interval - 1) && i + 1 < layers.size();
+  };
   double executed = edge.gemmFlops;
-  for (const LayerCost &layer : layers)
-    executed += layer.forward.gemmFlops + layer.backward.gemmFlops;
+  for (auto [i, layer] : llvm::enumerate(layers))
+    executed += layer.forward.gemmFlops * (recomputed(i) ? 2 : 1) + layer.backward.gemmFlops;
   estimate.executedFlopsPerStep = micro * executed;
 
   // The schedule: weights of layer i go to slot i % 2 once compute is done with the layer
@@ -310,8 +327,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
                    (options.checkpointsOnDevice ? 0 : micro * layer.checkpointBytes);
     double weights = sim.run("h2d", llvm::formatv("prefetch layer {0} and its checkpoint", n),
                              bytes / h2d, slotFree());
+    double recompute = interval > 1 ? micro * layer.forward.seconds(profile) : 0;
     previous = sim.run("compute", llvm::formatv("backward layer {0}", n),
-                       micro * layer.backward.seconds(profile), std::max(weights, previous));
+                       micro * layer.backward.seconds(profile) + recompute,
+                       std::max(weights, previous));
     slotReleased.push_back(previous);
     double grads = sim.run("d2h", llvm::formatv("offload gradients {0}", n),
                            weightPasses * layer.params * 4.0 / d2h, previous);

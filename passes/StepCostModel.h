@@ -24,6 +24,8 @@ struct ScheduleOptions {
   bool checkpointsOnDevice = false;
   /// Bytes per parameter streamed to the device: 2 for the bf16 copy, 4 for fp32.
   int64_t streamBytesPerParameter = 2;
+  /// Layers per checkpoint (mt-recompute's K): blocks of K recompute their forward.
+  int64_t recomputeInterval = 1;
 };
 
 /// One command of the predicted step, for timelines.
@@ -49,7 +51,8 @@ struct StepEstimate {
   std::vector<TimelineSlice> timeline;
 };
 
-/// Estimates the step of a module after mt-train (@train_step calling layer templates).
+/// Estimates the step of a module after mt-train (@train_step calling layer templates),
+/// scheduled or not: copies and recomputed calls are what the model itself accounts for.
 mlir::FailureOr<StepEstimate> estimateStep(mlir::ModuleOp module, const DeviceProfile &profile,
                                            const ScheduleOptions &options);
 

@@ -90,6 +90,12 @@ llvm::cl::opt<std::string> deviceMemory(
                                     "target's)"),
     llvm::cl::cat(category));
 
+llvm::cl::opt<int64_t> recomputeInterval(
+    "recompute-interval",
+    llvm::cl::desc("Layers per checkpoint, K (default 0: the smallest K whose plan fits "
+                   "the device memory)"),
+    llvm::cl::init(0), llvm::cl::cat(category));
+
 llvm::cl::opt<bool> schedule(
     "schedule",
     llvm::cl::desc("Schedule the step: copies, device buffers, streams (default on)"),
@@ -175,7 +181,7 @@ std::optional<double> parseBytes(llvm::StringRef text) {
 }
 
 /// The step's estimate on the target, checked against the device-memory budget.
-FailureOr<StepEstimate> estimate(ModuleOp module) {
+FailureOr<StepEstimate> estimate(ModuleOp module, int64_t interval) {
   std::string error;
   FailureOr<DeviceProfile> profile = loadDeviceProfile(target, error);
   if (failed(profile)) {
@@ -198,37 +204,85 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   options.microBatches = microBatches;
   options.accumulation = accumulation;
   options.checkpointsOnDevice = checkpoints == "device";
+  options.recomputeInterval = interval;
   FailureOr<StepEstimate> step = estimateStep(module, *profile, options);
   if (failed(step))
     return failure();
   return step;
 }
 
-/// The plan's peak device memory is its arena; it must fit the budget.
-LogicalResult checkArena(ModuleOp module, StepEstimate &step) {
-  auto arena = module.lookupSymbol<func::FuncOp>("train_step")->getAttrOfType<IntegerAttr>(
-      "mt.arena_bytes");
-  step.peakDeviceBytes = arena.getInt();
+/// The device memory a plan may use: --device-memory, or the target's.
+FailureOr<double> deviceBudget() {
   std::string error;
   FailureOr<DeviceProfile> profile = loadDeviceProfile(target, error);
-  double budget = profile->deviceMemoryBytes;
-  if (!deviceMemory.empty()) {
-    std::optional<double> bytes = parseBytes(deviceMemory);
-    if (!bytes) {
-      llvm::errs() << "mtc: --device-memory '" << deviceMemory << "' is not a size like 16GiB\n";
-      return failure();
-    }
-    budget = *bytes;
-  }
-  if (step.peakDeviceBytes > budget) {
-    llvm::errs() << "mtc: the plan needs " << formatBytes(step.peakDeviceBytes)
-                 << " of device memory (its arena; the cost model's largest phase is "
-                 << step.peakBreakdown << ") but " << formatBytes(budget)
-                 << " are available on " << profile->name
-                 << (checkpoints == "device" ? "; try --checkpoints=host" : "") << "\n";
+  if (failed(profile)) {
+    llvm::errs() << "mtc: " << error << "\n";
     return failure();
   }
-  return success();
+  if (deviceMemory.empty())
+    return profile->deviceMemoryBytes;
+  std::optional<double> bytes = parseBytes(deviceMemory);
+  if (!bytes) {
+    llvm::errs() << "mtc: --device-memory '" << deviceMemory << "' is not a size like 16GiB\n";
+    return failure();
+  }
+  return *bytes;
+}
+
+int64_t arenaBytes(ModuleOp module) {
+  return module.lookupSymbol<func::FuncOp>("train_step")
+      ->getAttrOfType<IntegerAttr>("mt.arena_bytes")
+      .getInt();
+}
+
+/// Schedules the step with the recompute interval K that --recompute-interval names, or the
+/// smallest that fits the device memory (only checkpoints kept on the device depend on K).
+/// Returns K, or fails with the numbers of the best plan that did not fit.
+FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget) {
+  int64_t layers = 0;
+  module->lookupSymbol<func::FuncOp>("train_step").walk([&](func::CallOp call) {
+    auto callee = module->lookupSymbol<func::FuncOp>(call.getCallee());
+    layers += callee && !callee->hasAttr("mt.backward_of");
+  });
+  llvm::SmallVector<int64_t> candidates;
+  if (recomputeInterval > 0)
+    candidates.push_back(recomputeInterval);
+  else if (checkpoints == "host")
+    candidates.push_back(1);
+  else
+    for (int64_t k = 1; k == 1 || k / 2 < layers; k *= 2)
+      candidates.push_back(std::min<int64_t>(k, std::max<int64_t>(layers, 1)));
+  int64_t smallest = 0, bestInterval = 1;
+  OwningOpRef<ModuleOp> best;
+  for (int64_t k : candidates) {
+    OwningOpRef<ModuleOp> attempt = module->clone();
+    PassManager pm(module->getContext());
+    SchedulePipelineOptions options;
+    options.recomputeInterval = k;
+    options.checkpointsOnDevice = checkpoints == "device";
+    buildSchedulePassPipeline(pm, options);
+    if (failed(pm.run(*attempt)))
+      return failure();
+    int64_t arena = arenaBytes(*attempt);
+    if (arena <= budget) {
+      module = std::move(attempt);
+      return k;
+    }
+    if (!smallest || arena < smallest) {
+      smallest = arena;
+      bestInterval = k;
+      best = std::move(attempt);
+    }
+  }
+  // What the smallest plan's memory is made of, as the cost model sees it.
+  FailureOr<StepEstimate> parts = estimate(*best, bestInterval);
+  llvm::errs() << "mtc: the plan needs " << formatBytes(smallest)
+               << " of device memory (its arena, recompute interval " << bestInterval
+               << "; the cost model's largest phase is "
+               << (succeeded(parts) ? parts->peakBreakdown : std::string("unknown")) << ") but "
+               << formatBytes(budget) << " are available"
+               << (checkpoints == "device" ? "; try --checkpoints=host" : "") << "\n";
+  return failure();
 }
 
 void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &os) {
@@ -360,18 +414,22 @@ int compilerMain(int argc, char **argv) {
   }
   std::optional<StepEstimate> step;
   if (stage >= Stage::Train) {
-    FailureOr<StepEstimate> estimated = estimate(*module);
+    int64_t interval = 1;
+    if (stage >= Stage::Schedule && schedule) {
+      FailureOr<double> budget = deviceBudget();
+      if (failed(budget))
+        return 1;
+      FailureOr<int64_t> chosen = scheduleStep(module, *budget);
+      if (failed(chosen))
+        return 1;
+      interval = *chosen;
+    }
+    FailureOr<StepEstimate> estimated = estimate(*module, interval);
     if (failed(estimated))
       return 1;
     step = *estimated;
-  }
-  if (stage >= Stage::Schedule && schedule) {
-    PassManager pm(&context);
-    SchedulePipelineOptions schedule;
-    schedule.checkpointsOnDevice = checkpoints == "device";
-    buildSchedulePassPipeline(pm, schedule);
-    if (failed(pm.run(*module)) || failed(checkArena(*module, *step)))
-      return 1;
+    if (stage >= Stage::Schedule && schedule)
+      step->peakDeviceBytes = arenaBytes(*module);
   }
   if (stage == Stage::Plan && summary == Summary::None)
     return writePlan(*module, *step) ? 0 : 1;
