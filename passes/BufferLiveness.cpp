@@ -35,6 +35,10 @@ int64_t templateWorkspaceBytes(func::FuncOp function) {
   for (Operation &op : function.getBody().front().without_terminator())
     if (!llvm::isa<ConstantOp>(op))
       ops.push_back(&op);
+  return peakLiveBytes(ops);
+}
+
+int64_t peakLiveBytes(llvm::ArrayRef<Operation *> ops) {
   llvm::DenseMap<Operation *, size_t> position;
   for (auto [i, op] : llvm::enumerate(ops))
     position[op] = i;

@@ -30,7 +30,11 @@ BufferLiveness analyzeBuffers(mlir::func::FuncOp step);
 /// Whether an op's results live on the device (not parameter reads, constants, offloads).
 bool producesDeviceValues(mlir::Operation *op);
 
-/// The peak bytes of a template's intermediates: results alive at once in program order.
+/// The peak bytes of results alive at once when `ops` run in order: each result from its op
+/// to its last use among `ops`; one used after them (returned) stays to the end.
+int64_t peakLiveBytes(llvm::ArrayRef<mlir::Operation *> ops);
+
+/// The peak bytes of a template's intermediates (its ops but constants).
 int64_t templateWorkspaceBytes(mlir::func::FuncOp function);
 
 } // namespace mt

@@ -94,4 +94,20 @@ std::optional<std::pair<Value, double>> plusEpsilon(Value value) {
   return std::nullopt;
 }
 
+std::optional<WeightedNormalization> matchWeightedNormalization(MulOp mul) {
+  for (bool swapped : {false, true}) {
+    auto [weight, normalized] = operandOrder(mul, swapped);
+    if (!isChannelVector(weight, lastDim(mul)))
+      continue;
+    std::optional<std::pair<Value, Value>> division = divisionBySqrt(normalized);
+    if (!division)
+      continue;
+    auto [input, variance] = *division;
+    std::optional<std::pair<Value, double>> sum = plusEpsilon(variance);
+    if (sum && squareOf(meanOverLastAxis(sum->first)) == input)
+      return WeightedNormalization{weight, input, sum->second};
+  }
+  return std::nullopt;
+}
+
 } // namespace mt

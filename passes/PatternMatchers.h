@@ -40,6 +40,16 @@ std::optional<std::pair<mlir::Value, mlir::Value>> divisionBySqrt(mlir::Value va
 /// For `m + eps` with a non-negative scalar constant eps (either order), the pair (m, eps).
 std::optional<std::pair<mlir::Value, double>> plusEpsilon(mlir::Value value);
 
+/// A weighted normalization over the last axis as exporters write it:
+/// weight * (input / sqrt(mean(square(input)) + epsilon)), in any of the spellings above.
+/// `input` is x for RMSNorm and x - mean(x) for LayerNorm.
+struct WeightedNormalization {
+  mlir::Value weight, input;
+  double epsilon;
+};
+/// The chain rooted at `mul`, when its mean of squares is over the same input it divides.
+std::optional<WeightedNormalization> matchWeightedNormalization(MulOp mul);
+
 /// Applies the patterns to a fixed point; what a raising pass's runOnOperation does.
 template <typename... Patterns>
 mlir::LogicalResult applyRaisePatterns(mlir::Operation *root) {

@@ -26,21 +26,12 @@ struct LayerNormChain : OpRewritePattern<MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MulOp mul, PatternRewriter &rewriter) const override {
-    for (bool swapped : {false, true}) {
-      auto [weight, normalized] = operandOrder(mul, swapped);
-      if (!isChannelVector(weight, lastDim(mul)))
-        continue;
-      std::optional<std::pair<Value, Value>> division = divisionBySqrt(normalized);
-      if (!division)
-        continue;
-      auto [centered, variance] = *division;
-      std::optional<std::pair<Value, double>> sum = plusEpsilon(variance);
-      auto sub = centered.getDefiningOp<SubOp>();
-      if (!sum || !sub || squareOf(meanOverLastAxis(sum->first)) != centered ||
-          meanOverLastAxis(sub.getRhs()) != sub.getLhs() || sub.getLhs().getType() != mul.getType())
-        continue;
-      rewriter.replaceOpWithNewOp<LayerNormOp>(mul, mul.getType(), sub.getLhs(), weight, Value(),
-                                               rewriter.getF64FloatAttr(sum->second));
+    std::optional<WeightedNormalization> norm = matchWeightedNormalization(mul);
+    auto sub = norm ? norm->input.getDefiningOp<SubOp>() : SubOp();
+    if (sub && meanOverLastAxis(sub.getRhs()) == sub.getLhs() &&
+        sub.getLhs().getType() == mul.getType()) {
+      rewriter.replaceOpWithNewOp<LayerNormOp>(mul, mul.getType(), sub.getLhs(), norm->weight,
+                                               Value(), rewriter.getF64FloatAttr(norm->epsilon));
       return success();
     }
     return rewriter.notifyMatchFailure(mul, "not (x - mean) / sqrt(var + eps) * weight");

@@ -24,19 +24,10 @@ struct RmsNormChain : OpRewritePattern<MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MulOp mul, PatternRewriter &rewriter) const override {
-    for (bool swapped : {false, true}) {
-      auto [weight, normalized] = operandOrder(mul, swapped);
-      if (!isChannelVector(weight, lastDim(mul)))
-        continue;
-      std::optional<std::pair<Value, Value>> division = divisionBySqrt(normalized);
-      if (!division)
-        continue;
-      auto [x, variance] = *division;
-      std::optional<std::pair<Value, double>> sum = plusEpsilon(variance);
-      if (!sum || x.getType() != mul.getType() || squareOf(meanOverLastAxis(sum->first)) != x)
-        continue;
-      rewriter.replaceOpWithNewOp<RmsNormOp>(mul, mul.getType(), x, weight,
-                                             rewriter.getF64FloatAttr(sum->second));
+    std::optional<WeightedNormalization> norm = matchWeightedNormalization(mul);
+    if (norm && norm->input.getType() == mul.getType()) {
+      rewriter.replaceOpWithNewOp<RmsNormOp>(mul, mul.getType(), norm->input, norm->weight,
+                                             rewriter.getF64FloatAttr(norm->epsilon));
       return success();
     }
     return rewriter.notifyMatchFailure(mul, "not weight * x * rsqrt(mean(x^2) + eps)");

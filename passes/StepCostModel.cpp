@@ -2,6 +2,8 @@
 // phases of the step, time from a simulation of the four resources (h2d, compute, d2h, CPU).
 #include "passes/StepCostModel.h"
 
+#include "passes/BufferLiveness.h"
+
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -49,44 +51,10 @@ double tensorCoreFlops(Operation *op) {
   return 0;
 }
 
-/// The peak bytes of results alive at once when `ops` run in order: each result is live from
-/// its op until its last use among `ops` (results used later, or never, count until the end
-/// or not at all).
-int64_t peakLiveBytes(llvm::ArrayRef<Operation *> ops) {
-  llvm::DenseMap<Operation *, size_t> position;
-  for (auto [i, op] : llvm::enumerate(ops))
-    position[op] = i;
-  std::vector<int64_t> freedAfter(ops.size() + 1, 0);
-  int64_t live = 0, peak = 0;
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    for (Value result : op->getResults()) {
-      size_t last = i;
-      bool usedLater = false, used = false;
-      for (Operation *user : result.getUsers()) {
-        used = true;
-        auto it = position.find(user);
-        if (it == position.end())
-          usedLater = true;
-        else
-          last = std::max(last, it->second);
-      }
-      if (!used)
-        continue;
-      int64_t bytes = elementsOf(result.getType()) * kActivationBytes;
-      live += bytes;
-      if (!usedLater)
-        freedAfter[last] += bytes;
-    }
-    peak = std::max(peak, live);
-    live -= freedAfter[i];
-  }
-  return peak;
-}
-
 struct Cost {
   double gemmFlops = 0;
   double memoryBytes = 0;      // read and written by kernels that are not GEMMs
-  int64_t activationBytes = 0; // the most intermediate bytes alive at once
+  int64_t activationBytes = 0; // the most intermediate bytes alive at once (BufferLiveness)
 
   void add(Operation *op) {
     double flops = tensorCoreFlops(op);
@@ -107,14 +75,10 @@ struct Cost {
 
 Cost costOf(func::FuncOp function) {
   Cost cost;
-  llvm::SmallVector<Operation *> ops;
-  for (Operation &op : function.getBody().front().without_terminator()) {
-    if (llvm::isa<ConstantOp>(op))
-      continue;
-    cost.add(&op);
-    ops.push_back(&op);
-  }
-  cost.activationBytes = peakLiveBytes(ops);
+  for (Operation &op : function.getBody().front().without_terminator())
+    if (!llvm::isa<ConstantOp>(op))
+      cost.add(&op);
+  cost.activationBytes = templateWorkspaceBytes(function);
   return cost;
 }
 
