@@ -463,14 +463,12 @@ struct AutodiffPass : mt::impl::AutodiffPassBase<AutodiffPass> {
       return signalPassFailure();
     }
     auto ret = llvm::cast<func::ReturnOp>(forward.getBody().front().getTerminator());
-    if (ret.getNumOperands() != 1) {
-      ret.emitOpError("mt-autodiff needs a model with one output (logits or a loss), got ")
-          << ret.getNumOperands();
+    if (ret.getNumOperands() == 0) {
+      ret.emitOpError("mt-autodiff needs a model with an output (logits or a loss)");
       return signalPassFailure();
     }
     OpBuilder b(ret);
-    Value output = ret.getOperand(0);
-    FailureOr<Value> loss = appendLoss(forward, output, b);
+    FailureOr<Value> loss = appendLoss(forward, ret, b);
     if (failed(loss))
       return signalPassFailure();
 
@@ -514,28 +512,49 @@ struct AutodiffPass : mt::impl::AutodiffPassBase<AutodiffPass> {
   }
 
   /// The loss: the model's scalar output, or the mean cross-entropy of its logits against a
-  /// new `targets` argument shaped like the token input.
-  FailureOr<Value> appendLoss(func::FuncOp forward, Value output, OpBuilder &b) {
-    auto type = llvm::cast<RankedTensorType>(output.getType());
-    if (type.getRank() == 0 && llvm::isa<FloatType>(type.getElementType()))
-      return output;
-    for (BlockArgument argument : forward.getArguments()) {
-      auto tokens = llvm::cast<RankedTensorType>(argument.getType());
-      if (!llvm::isa<IntegerType>(tokens.getElementType()) || type.getRank() < 1 ||
-          tokens.getShape() != type.getShape().drop_back())
-        continue;
+  /// new `targets` argument shaped like the token input. A model split into micro-batches
+  /// returns logits for each (the k-th over the k-th token input, "input_ids.k"): its loss is
+  /// the mean of their losses, against "targets.k".
+  FailureOr<Value> appendLoss(func::FuncOp forward, func::ReturnOp ret, OpBuilder &b) {
+    Value first = ret.getOperand(0);
+    auto type = llvm::cast<RankedTensorType>(first.getType());
+    if (ret.getNumOperands() == 1 && type.getRank() == 0 &&
+        llvm::isa<FloatType>(type.getElementType()))
+      return first;
+    llvm::SmallVector<BlockArgument> tokens;
+    for (BlockArgument argument : forward.getArguments())
+      if (llvm::isa<IntegerType>(getElementTypeOrSelf(argument.getType())))
+        tokens.push_back(argument);
+    Value sum;
+    for (auto [k, output] : llvm::enumerate(ret.getOperands())) {
+      auto logits = llvm::cast<RankedTensorType>(output.getType());
+      BlockArgument input = k < tokens.size() ? tokens[k] : BlockArgument();
+      auto inputType = input ? llvm::cast<RankedTensorType>(input.getType()) : RankedTensorType();
+      if (!input || logits.getRank() < 1 || inputType.getShape() != logits.getShape().drop_back())
+        return emitError(output.getLoc(), "mt-autodiff: the model output ")
+               << logits << " is neither a scalar loss nor logits [..., vocabulary] over a token "
+               << "input";
+      auto name = forward.getArgAttrOfType<StringAttr>(input.getArgNumber(), "mt.name");
+      llvm::StringRef suffix = name ? name.getValue().drop_front(
+                                          std::min(name.getValue().rfind('.'), name.size()))
+                                    : llvm::StringRef();
       unsigned index = forward.getNumArguments();
-      forward.insertArgument(
-          index, tokens,
-          b.getDictionaryAttr(b.getNamedAttr("mt.name", b.getStringAttr("targets"))),
-          argument.getLoc());
-      return b
-          .create<CrossEntropyOp>(output.getLoc(), RankedTensorType::get({}, type.getElementType()),
-                                  output, forward.getArgument(index))
-          .getResult();
+      forward.insertArgument(index, inputType,
+                             b.getDictionaryAttr(b.getNamedAttr(
+                                 "mt.name", b.getStringAttr("targets" + suffix.str()))),
+                             input.getLoc());
+      Value loss = b.create<CrossEntropyOp>(output.getLoc(),
+                                            RankedTensorType::get({}, logits.getElementType()),
+                                            output, forward.getArgument(index));
+      sum = sum ? b.create<AddOp>(output.getLoc(), loss.getType(), sum, loss).getResult() : loss;
     }
-    return emitError(output.getLoc(), "mt-autodiff: the model output ")
-           << type << " is neither a scalar loss nor logits [..., vocabulary] over a token input";
+    if (ret.getNumOperands() == 1)
+      return sum;
+    auto scalar = llvm::cast<RankedTensorType>(sum.getType());
+    Value scale = b.create<ConstantOp>(
+        ret.getLoc(), DenseElementsAttr::get(scalar, b.getFloatAttr(scalar.getElementType(),
+                                                                    1.0 / ret.getNumOperands())));
+    return b.create<MulOp>(ret.getLoc(), scalar, sum, scale).getResult();
   }
 };
 

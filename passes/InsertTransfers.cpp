@@ -81,47 +81,61 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
         hostCheckpoint[input] =
             createCopy<OffloadOp>(b, call.getLoc(), input, "checkpoint", layer).getResult(0);
       }
+    // Consecutive calls that read the same parameters (a layer's micro-batches) form a group
+    // that shares one prefetch; group g's weights arrive right after group g - lookahead is
+    // done, and so do the checkpoints its calls read back.
+    auto parametersOf = [](func::CallOp call) {
+      llvm::SmallVector<Value> values;
+      for (Value operand : call.getOperands())
+        if (operand.getDefiningOp<ParamOp>())
+          values.push_back(operand);
+      return values;
+    };
+    llvm::SmallVector<llvm::SmallVector<func::CallOp>> groups;
+    for (func::CallOp call : calls) {
+      if (groups.empty() || parametersOf(groups.back().front()) != parametersOf(call))
+        groups.emplace_back();
+      groups.back().push_back(call);
+    }
     llvm::DenseMap<Value, Value> reloaded;
-
-    // Weights (and the checkpoint) of call k arrive right after call k - lookahead.
-    for (auto [k, call] : llvm::enumerate(calls)) {
-      llvm::SmallVector<unsigned> moved;
-      llvm::SmallVector<Value> hostValues;
-      for (OpOperand &operand : call->getOpOperands())
-        if (operand.get().getDefiningOp<ParamOp>()) {
-          moved.push_back(operand.getOperandNumber());
-          hostValues.push_back(operand.get());
-        }
-      Value input = call.getOperand(0);
-      bool reloadsCheckpoint = readsCheckpoint(call) && hostCheckpoint.count(input) &&
-                               !reloaded.count(input);
-      if (Value copy = reloaded.lookup(input); copy && readsCheckpoint(call))
-        call->setOperand(0, copy);
-      if (reloadsCheckpoint) {
-        moved.insert(moved.begin(), 0);
-        hostValues.insert(hostValues.begin(), hostCheckpoint[input]);
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      Operation *anchor = g >= static_cast<size_t>(lookahead)
+                              ? groups[g - lookahead].back().getOperation()
+                              : nullptr;
+      auto placeAfter = [&](Value hostValue) {
+        Operation *at = anchor;
+        // Never before what it copies exists (a checkpoint offloaded late in the forward).
+        if (Operation *producer = hostValue.getDefiningOp();
+            producer && !llvm::isa<ParamOp>(producer) && (!at || at->isBeforeInBlock(producer)))
+          at = producer;
+        if (at)
+          b.setInsertionPointAfter(at);
+        else
+          b.setInsertionPoint(start);
+      };
+      llvm::SmallVector<Value> weights = parametersOf(group.front());
+      if (!weights.empty()) {
+        placeAfter(weights.front());
+        auto prefetch =
+            createCopy<PrefetchOp>(b, group.front().getLoc(), weights, "weights", layerOf(group.front()));
+        for (func::CallOp call : group)
+          for (OpOperand &operand : call->getOpOperands())
+            if (auto it = llvm::find(weights, operand.get()); it != weights.end())
+              operand.set(prefetch.getResult(it - weights.begin()));
       }
-      if (hostValues.empty())
-        continue;
-      Operation *anchor = k >= static_cast<size_t>(lookahead) ? calls[k - lookahead].getOperation()
-                                                                : nullptr;
-      // Never before what it copies exists (a checkpoint offloaded late in the forward).
-      for (Value value : hostValues)
-        if (Operation *producer = value.getDefiningOp();
-            producer && !llvm::isa<ParamOp>(producer) &&
-            (!anchor || anchor->isBeforeInBlock(producer)))
-          anchor = producer;
-      if (anchor)
-        b.setInsertionPointAfter(anchor);
-      else
-        b.setInsertionPoint(start);
-      auto prefetch = createCopy<PrefetchOp>(b, call.getLoc(), hostValues,
-                                             reloadsCheckpoint ? "checkpoint" : "weights",
-                                             layerOf(call));
-      for (auto [index, number] : llvm::enumerate(moved))
-        call->setOperand(number, prefetch.getResult(index));
-      if (reloadsCheckpoint)
-        reloaded[input] = prefetch.getResult(0);
+      for (func::CallOp call : group) {
+        Value input = call.getOperand(0);
+        if (!readsCheckpoint(call) || !hostCheckpoint.count(input))
+          continue;
+        Value &copy = reloaded[input];
+        if (!copy) {
+          placeAfter(hostCheckpoint[input]);
+          copy = createCopy<PrefetchOp>(b, call.getLoc(), hostCheckpoint[input], "checkpoint",
+                                        layerOf(call))
+                     .getResult(0);
+        }
+        call->setOperand(0, copy);
+      }
     }
 
     // Prologue and epilogue parameters arrive just before their first use.

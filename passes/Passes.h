@@ -20,6 +20,10 @@ struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
   Option<bool> segmentLayers{*this, "segment-layers",
                              llvm::cl::desc("Cut the model into layer templates"),
                              llvm::cl::init(true)};
+  Option<int64_t> layerMajorMicroBatches{
+      *this, "layer-major-micro-batches",
+      llvm::cl::desc("Micro-batches each layer runs while resident (1: none)"),
+      llvm::cl::init(1)};
 };
 
 /// Turns the raised graph into the training step: layer templates, loss, backward, cleanup

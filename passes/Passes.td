@@ -113,6 +113,23 @@ def SegmentLayersPass : Pass<"mt-segment-layers", "mlir::ModuleOp"> {
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
 }
 
+def SplitMicroBatchesPass : Pass<"mt-split-micro-batches", "mlir::ModuleOp"> {
+  let summary = "Layer-major micro-batches: each layer runs every micro-batch while resident";
+  let description = [{
+    Before: @forward over one batch. After, with `count` M: @forward takes every argument
+    once per micro-batch ("input_ids.0", ..., "input_ids.M-1") and returns one output per
+    micro-batch; parameter reads and constants are shared, every other op is repeated for
+    each micro-batch right after itself, so the M calls of a layer are adjacent (layer-major:
+    the layer's weights cross PCIe once per step) and autodiff sums each parameter's
+    gradients over the micro-batches on the device. mt-autodiff then takes the mean of the
+    micro-batches' losses. M = 1 changes nothing.
+  }];
+  let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"count", "count", "int64_t", "1", "Micro-batches per step (M)">,
+  ];
+}
+
 def AutodiffPass : Pass<"mt-autodiff", "mlir::ModuleOp"> {
   let summary = "Appends the loss and the backward of every op: @forward -> @train_step";
   let description = [{

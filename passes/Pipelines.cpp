@@ -40,6 +40,11 @@ void buildTrainPassPipeline(OpPassManager &pm, const TrainPipelineOptions &optio
   // template (which recomputes the layer from its input) instead of every layer's copy.
   if (options.segmentLayers)
     pm.addPass(createSegmentLayersPass());
+  // Layer-major micro-batches are copies of the forward, made before autodiff so that each
+  // parameter's gradient is summed over them on the device.
+  SplitMicroBatchesPassOptions split;
+  split.count = options.layerMajorMicroBatches;
+  pm.addPass(createSplitMicroBatchesPass(split));
   // The loss and the backward are built over fused ops, whose gradient rules are single ops.
   pm.addPass(createAutodiffPass());
   // Gradient rules also differentiate into constants and integer views; those results are

@@ -68,6 +68,12 @@ struct Cost {
       elements += elementsOf(type);
     memoryBytes += static_cast<double>(elements) * kActivationBytes;
   }
+  /// Another run of a template (a micro-batch): work adds up, memory is reused.
+  void merge(const Cost &other) {
+    gemmFlops += other.gemmFlops;
+    memoryBytes += other.memoryBytes;
+    activationBytes = std::max(activationBytes, other.activationBytes);
+  }
   double seconds(const DeviceProfile &profile) const {
     return gemmFlops / profile.gemmFlopsPerSecond + memoryBytes / profile.memoryBytesPerSecond;
   }
@@ -131,9 +137,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   if (!step)
     return module.emitError("the cost model needs @train_step; run mt-train first");
   StepEstimate estimate;
-  int64_t micro = std::max<int64_t>(options.microBatches, 1);
   estimate.accumulation = options.accumulation == "auto" ? "layer-major" : options.accumulation;
   bool layerMajor = estimate.accumulation == "layer-major";
+  // Layer-major micro-batches are in the step itself (each layer called once per
+  // micro-batch); sample-major ones are the runtime running the step once per micro-batch.
+  int64_t micro = layerMajor ? 1 : std::max<int64_t>(options.microBatches, 1);
   estimate.checkpointsOnDevice = options.checkpointsOnDevice;
   int64_t interval = std::max<int64_t>(options.recomputeInterval, 1);
   estimate.recomputeInterval = interval;
@@ -170,20 +178,24 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       auto index = call->getAttrOfType<IntegerAttr>("mt.layer");
       if (!callee || !index)
         return call.emitOpError("is not a layer call the cost model knows");
+      int64_t i = index.getInt();
       if (!callee->hasAttr("mt.backward_of")) {
-        layers.emplace_back();
-        LayerCost &layer = layers.back();
-        for (Value operand : call.getOperands())
-          if (parameterBehind(operand))
-            layer.params += elementsOf(operand.getType());
-        layer.checkpointBytes = elementsOf(call.getOperand(0).getType()) * kActivationBytes;
-        layer.forward = costOf(callee);
+        // A layer's first call makes it; its other calls are micro-batches of it.
+        if (i == static_cast<int64_t>(layers.size())) {
+          layers.emplace_back();
+          for (Value operand : call.getOperands())
+            if (parameterBehind(operand))
+              layers.back().params += elementsOf(operand.getType());
+        }
+        if (i < 0 || i >= static_cast<int64_t>(layers.size()))
+          return call.emitOpError("calls layers out of order");
+        layers[i].checkpointBytes += elementsOf(call.getOperand(0).getType()) * kActivationBytes;
+        layers[i].forward.merge(costOf(callee));
         callee.walk([&](Operation *inner) { countForwardWork(inner, 1); });
       } else {
-        int64_t i = index.getInt();
         if (i < 0 || i >= static_cast<int64_t>(layers.size()))
           return call.emitOpError("differentiates a layer the forward did not call");
-        layers[i].backward = costOf(callee);
+        layers[i].backward.merge(costOf(callee));
       }
     } else if (!llvm::isa<ParamOp, ConstantOp>(op)) {
       edge.add(&op);

@@ -241,24 +241,32 @@ int train(const Options &options) {
   bool terminal = isatty(fileno(stdout));
 
   int64_t micro = std::max<int64_t>(1, plan.micro_batches());
+  bool layerMajor = std::any_of(plan.step().inputs().begin(), plan.step().inputs().end(),
+                                [](const plan::Input &input) { return input.name() == "input_ids.0"; });
   std::vector<const float *> weights;
   for (const std::vector<float> &p : state.master)
     weights.push_back(p.data());
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     // Gradient accumulation: the step's loss and gradients are the means over its
-    // micro-batches, consecutive batches of the token stream.
+    // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
+    // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
     host::StepResult<float> result;
-    for (int64_t m = 0; m < micro; ++m) {
-      Batch tokens = data.next(batch, length, plan.vocabulary());
-      std::map<std::string, std::vector<int64_t>> inputs{{"input_ids", tokens.inputs},
-                                                         {"targets", tokens.targets}};
+    int64_t runs = layerMajor ? 1 : micro;
+    for (int64_t m = 0; m < runs; ++m) {
+      std::map<std::string, std::vector<int64_t>> inputs;
+      for (int64_t part = 0; part < (layerMajor ? micro : 1); ++part) {
+        Batch tokens = data.next(batch, length, plan.vocabulary());
+        std::string suffix = layerMajor ? "." + std::to_string(part) : "";
+        inputs["input_ids" + suffix] = std::move(tokens.inputs);
+        inputs["targets" + suffix] = std::move(tokens.targets);
+      }
       host::StepResult<float> part =
           options.checkSchedule
               ? executor.runInterleaved(weights, inputs, options.seed * 7919 + step * 31 + m,
                                         options.ignoredEvent)
               : executor.run(weights, inputs);
-      result.loss += part.loss / micro;
+      result.loss += part.loss / runs;
       if (m == 0) {
         result.gradients = std::move(part.gradients);
         continue;
@@ -267,10 +275,10 @@ int train(const Options &options) {
         for (size_t i = 0; i < part.gradients[p].size(); ++i)
           result.gradients[p][i] += part.gradients[p][i];
     }
-    if (micro > 1)
+    if (runs > 1)
       for (std::vector<float> &gradient : result.gradients)
         for (float &g : gradient)
-          g /= static_cast<float>(micro);
+          g /= static_cast<float>(runs);
     double gradNorm = clipGradients(result.gradients, adamw.grad_clip());
     double lr = learningRate(adamw, step, options.steps);
     for (int p = 0; p < plan.parameters_size(); ++p) {

@@ -407,6 +407,9 @@ int compilerMain(int argc, char **argv) {
     if (stage >= Stage::Train) {
       TrainPipelineOptions train;
       train.segmentLayers = segmentLayers.getValue();
+      // Sample-major micro-batches are the runtime running the step once each; layer-major
+      // ones are in the step.
+      train.layerMajorMicroBatches = accumulation == "sample-major" ? 1 : microBatches.getValue();
       buildTrainPassPipeline(pm, train);
     }
     if (failed(pm.run(*module)))
