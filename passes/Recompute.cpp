@@ -33,30 +33,44 @@ struct RecomputePass : mt::impl::RecomputePassBase<RecomputePass> {
     auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
     if (!step || interval == 1)
       return;
-    llvm::DenseMap<int64_t, func::CallOp> forward, backward;
+    // Calls by the layer input they read: a layer's forward and its backward read the same
+    // value, and consecutive layers of one micro-batch chain through it.
+    llvm::DenseMap<Value, func::CallOp> forwardByInput, backwardByInput;
+    llvm::SmallVector<func::CallOp> blockStarts;
     step.walk([&](func::CallOp call) {
       auto layer = call->getAttrOfType<IntegerAttr>("mt.layer");
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
       if (!layer || !callee)
         return;
-      (callee->hasAttr("mt.backward_of") ? backward : forward)[layer.getInt()] = call;
+      if (callee->hasAttr("mt.backward_of")) {
+        backwardByInput[call.getOperand(0)] = call;
+        return;
+      }
+      forwardByInput[call.getOperand(0)] = call;
+      if (layer.getInt() % interval == 0)
+        blockStarts.push_back(call);
     });
-    int64_t layers = forward.size();
     OpBuilder b(&getContext());
-    for (int64_t first = 0; first < layers; first += interval) {
-      int64_t last = std::min(layers, first + interval) - 1;
-      if (first == last || !backward.count(last))
+    for (func::CallOp start : blockStarts) {
+      llvm::SmallVector<func::CallOp> block{start};
+      while (static_cast<int64_t>(block.size()) < interval)
+        if (func::CallOp next = forwardByInput.lookup(block.back().getResult(0)))
+          block.push_back(next);
+        else
+          break;
+      func::CallOp lastBackward = backwardByInput.lookup(block.back().getOperand(0));
+      if (block.size() < 2 || !lastBackward)
         continue;
       // The block's forward again, from its first input, just before its backward starts.
-      b.setInsertionPoint(backward[last]);
-      Value input = forward[first].getOperand(0);
-      for (int64_t j = first; j < last; ++j) {
-        auto again = llvm::cast<func::CallOp>(b.clone(*forward[j]));
+      b.setInsertionPoint(lastBackward);
+      Value input = start.getOperand(0);
+      for (size_t j = 0; j + 1 < block.size(); ++j) {
+        auto again = llvm::cast<func::CallOp>(b.clone(*block[j]));
         again.setOperand(0, input);
         again->setAttr("mt.recompute", b.getUnitAttr());
         input = again.getResult(0);
-        if (backward.count(j + 1))
-          backward[j + 1].setOperand(0, input);
+        if (func::CallOp backward = backwardByInput.lookup(block[j + 1].getOperand(0)))
+          backward.setOperand(0, input);
       }
     }
   }

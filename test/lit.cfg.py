@@ -15,6 +15,7 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%fixtures", config.fixtures_dir))
 # A tool's path where a script (not the shell) runs it.
 config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools", "mt-run")))
+config.substitutions.append(("%mtc", os.path.join(config.mt_obj_root, "tools", "mtc")))
 # Fixture scripts need Debian's python3 (torch, onnx), not the interpreter running lit.
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
 config.substitutions.append(("%python", "/usr/bin/python3"))
