@@ -3,6 +3,7 @@
 #include "tools/mt-run/Runner.h"
 
 #include "runtime/AdamW.h"
+#include "runtime/Calibration.h"
 #include "runtime/GradientCheck.h"
 #include "runtime/HostState.h"
 #include "runtime/PlanLoader.h"
@@ -28,6 +29,9 @@ namespace mt {
 namespace {
 
 const char *kUsage = R"(usage: mt-run PLAN [options]
+       mt-run --calibrate OUT.json
+  --calibrate OUT.json      measure this machine's backend and write the device profile that
+                            mtc --target=OUT.json predicts steps with
   --dump                    print the plan and exit
   --check-gradients         compare the backward with finite differences (fp64) and exit
   --check-tolerance X       the largest error --check-gradients accepts (default 1e-5)
@@ -56,7 +60,7 @@ struct UsageError : std::runtime_error {
 
 struct Options {
   std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics,
-                    saveWeights;
+                    saveWeights, calibrate;
   bool dump = false, checkGradients = false, checkSchedule = false;
   int ignoredEvent = -1;
   double checkTolerance = 1e-5;
@@ -98,6 +102,8 @@ Options parseOptions(int argc, char **argv) {
       options.dump = true;
     else if (arg == "--check-gradients")
       options.checkGradients = true;
+    else if (arg == "--calibrate")
+      options.calibrate = take();
     else if (arg == "--check-schedule")
       options.checkSchedule = true;
     else if (arg == "--ignore-event")
@@ -133,7 +139,7 @@ Options parseOptions(int argc, char **argv) {
     else
       throw UsageError("unknown option " + arg);
   }
-  if (options.plan.empty())
+  if (options.plan.empty() && options.calibrate.empty())
     throw UsageError("no plan given");
   if (options.steps < 1)
     throw std::runtime_error("--steps must be at least 1");
@@ -181,6 +187,12 @@ std::pair<int64_t, int64_t> batchShape(const plan::Plan &plan) {
 }
 
 int train(const Options &options) {
+  if (!options.calibrate.empty()) {
+    if (options.backend == "cuda")
+      throw std::runtime_error("--backend=cuda: this mt-run was built without the CUDA backend");
+    std::fputs(calibrateHost(options.calibrate).c_str(), stdout);
+    return 0;
+  }
   plan::Plan plan = loadPlan(options.plan);
   if (options.dump) {
     std::string text;
