@@ -180,14 +180,8 @@ std::optional<double> parseBytes(llvm::StringRef text) {
   return value * scale;
 }
 
-/// The step's estimate on the target, checked against the device-memory budget.
-FailureOr<StepEstimate> estimate(ModuleOp module, int64_t interval) {
-  std::string error;
-  FailureOr<DeviceProfile> profile = loadDeviceProfile(target, error);
-  if (failed(profile)) {
-    llvm::errs() << "mtc: " << error << "\n";
-    return failure();
-  }
+/// The schedule options' values, checked before any work.
+LogicalResult checkScheduleOptions() {
   if (checkpoints != "host" && checkpoints != "device") {
     llvm::errs() << "mtc: --checkpoints must be host or device\n";
     return failure();
@@ -200,9 +194,20 @@ FailureOr<StepEstimate> estimate(ModuleOp module, int64_t interval) {
     llvm::errs() << "mtc: --micro-batches must be at least 1\n";
     return failure();
   }
+  return success();
+}
+
+/// The step's estimate on the target.
+FailureOr<StepEstimate> estimate(ModuleOp module, int64_t interval, llvm::StringRef mode) {
+  std::string error;
+  FailureOr<DeviceProfile> profile = loadDeviceProfile(target, error);
+  if (failed(profile)) {
+    llvm::errs() << "mtc: " << error << "\n";
+    return failure();
+  }
   ScheduleOptions options;
   options.microBatches = microBatches;
-  options.accumulation = accumulation;
+  options.accumulation = mode.str();
   options.checkpointsOnDevice = checkpoints == "device";
   options.recomputeInterval = interval;
   FailureOr<StepEstimate> step = estimateStep(module, *profile, options);
@@ -237,8 +242,8 @@ int64_t arenaBytes(ModuleOp module) {
 
 /// Schedules the step with the recompute interval K that --recompute-interval names, or the
 /// smallest that fits the device memory (only checkpoints kept on the device depend on K).
-/// Returns K, or fails with the numbers of the best plan that did not fit.
-FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget) {
+/// Returns K, or fails (with the numbers of the best plan that did not fit when `report`).
+FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget, bool report) {
   int64_t layers = 0;
   module->lookupSymbol<func::FuncOp>("train_step").walk([&](func::CallOp call) {
     auto callee = module->lookupSymbol<func::FuncOp>(call.getCallee());
@@ -274,8 +279,10 @@ FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget) {
       best = std::move(attempt);
     }
   }
+  if (!report)
+    return failure();
   // What the smallest plan's memory is made of, as the cost model sees it.
-  FailureOr<StepEstimate> parts = estimate(*best, bestInterval);
+  FailureOr<StepEstimate> parts = estimate(*best, bestInterval, "layer-major");
   llvm::errs() << "mtc: the plan needs " << formatBytes(smallest)
                << " of device memory (its arena, recompute interval " << bestInterval
                << "; the cost model's largest phase is "
@@ -384,6 +391,8 @@ int compilerMain(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(category);
   llvm::cl::ParseCommandLineOptions(argc, argv, "mt compiler: ONNX model -> mt IR\n");
 
+  if (failed(checkScheduleOptions()))
+    return 1;
   MLIRContext context;
   context.loadDialect<MTDialect, func::FuncDialect>();
   llvm::SourceMgr sourceMgr;
@@ -404,30 +413,52 @@ int compilerMain(int argc, char **argv) {
     buildRaisePassPipeline(pm);
     if (stage == Stage::Segments)
       pm.addPass(createSegmentLayersPass());
-    if (stage >= Stage::Train) {
-      TrainPipelineOptions train;
-      train.segmentLayers = segmentLayers.getValue();
-      // Sample-major micro-batches are the runtime running the step once each; layer-major
-      // ones are in the step.
-      train.layerMajorMicroBatches = accumulation == "sample-major" ? 1 : microBatches.getValue();
-      buildTrainPassPipeline(pm, train);
-    }
     if (failed(pm.run(*module)))
       return 1;
   }
   std::optional<StepEstimate> step;
   if (stage >= Stage::Train) {
+    // Layer-major accumulation crosses PCIe once per step, so it comes first; when its plan
+    // does not fit the device (it keeps every micro-batch's activations of a layer), the
+    // runtime's sample-major loop over a one-micro-batch step may.
+    llvm::SmallVector<std::string> modes;
+    if (accumulation != "auto")
+      modes.push_back(accumulation);
+    else
+      modes.assign({"layer-major", "sample-major"});
+    if (microBatches == 1)
+      modes.resize(1);
     int64_t interval = 1;
-    if (stage >= Stage::Schedule && schedule) {
-      FailureOr<double> budget = deviceBudget();
-      if (failed(budget))
+    std::string mode;
+    for (auto [attempt, candidate] : llvm::enumerate(modes)) {
+      bool last = attempt + 1 == modes.size();
+      OwningOpRef<ModuleOp> trained = module->clone();
+      PassManager pm(&context);
+      TrainPipelineOptions train;
+      train.segmentLayers = segmentLayers.getValue();
+      // Sample-major micro-batches are the runtime running the step once each; layer-major
+      // ones are in the step.
+      train.layerMajorMicroBatches = candidate == "layer-major" ? microBatches.getValue() : 1;
+      buildTrainPassPipeline(pm, train);
+      if (failed(pm.run(*trained)))
         return 1;
-      FailureOr<int64_t> chosen = scheduleStep(module, *budget);
-      if (failed(chosen))
-        return 1;
-      interval = *chosen;
+      if (stage >= Stage::Schedule && schedule) {
+        FailureOr<double> budget = deviceBudget();
+        if (failed(budget))
+          return 1;
+        FailureOr<int64_t> chosen = scheduleStep(trained, *budget, /*report=*/last);
+        if (failed(chosen)) {
+          if (last)
+            return 1;
+          continue;
+        }
+        interval = *chosen;
+      }
+      module = std::move(trained);
+      mode = candidate;
+      break;
     }
-    FailureOr<StepEstimate> estimated = estimate(*module, interval);
+    FailureOr<StepEstimate> estimated = estimate(*module, interval, mode);
     if (failed(estimated))
       return 1;
     step = *estimated;
