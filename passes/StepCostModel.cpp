@@ -319,6 +319,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   sim.run("cpu", "AdamW prologue/epilogue", edgeParams / profile.hostAdamParamsPerSecond,
           std::max(edgeGrads, adamEnd));
   estimate.predictedStepSeconds = sim.end();
+  for (const TimelineSlice &slice : estimate.timeline)
+    estimate.busySeconds[slice.stream] += slice.seconds;
   return estimate;
 }
 

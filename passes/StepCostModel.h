@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ struct StepEstimate {
   double flopsPerStep = 0;         // model FLOPs as PERF.md counts them (no recompute)
   double executedFlopsPerStep = 0; // what the kernels run, recompute included
   double predictedStepSeconds = 0;
+  /// Seconds each resource is busy in the predicted step: h2d, compute, d2h, cpu.
+  std::map<std::string, double> busySeconds;
   int64_t recomputeInterval = 1;
   std::string accumulation;
   bool checkpointsOnDevice = false;

@@ -319,6 +319,10 @@ void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &
       object["flops_per_step"] = step->flopsPerStep;
       object["executed_flops_per_step"] = step->executedFlopsPerStep;
       object["predicted_step_seconds"] = step->predictedStepSeconds;
+      llvm::json::Object busy;
+      for (const auto &[stream, seconds] : step->busySeconds)
+        busy[stream] = seconds;
+      object["busy_seconds"] = std::move(busy);
       object["recompute_interval"] = step->recomputeInterval;
       object["accumulation"] = step->accumulation;
       object["micro_batches"] = static_cast<int64_t>(microBatches);
