@@ -3,7 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <thread>
+#include <vector>
+
+#include <immintrin.h>
 
 namespace mt {
 
@@ -33,32 +38,138 @@ double clipGradients(std::vector<std::vector<float>> &gradients, double maxNorm)
   return norm;
 }
 
+namespace {
+
+/// The constants of one update, in the float precision torch's AdamW computes them.
+struct AdamWStep {
+  float decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, negativeStepSize, correction2Sqrt,
+      eps;
+
+  AdamWStep(const plan::AdamW &config, double lr, double weightDecay, int64_t step)
+      : decay(static_cast<float>(1.0 - lr * weightDecay)), beta1(config.beta1()),
+        oneMinusBeta1(1 - beta1), beta2(config.beta2()), oneMinusBeta2(1 - beta2),
+        negativeStepSize(-static_cast<float>(lr / (1.0 - std::pow(config.beta1(), step)))),
+        correction2Sqrt(static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2(), step)))),
+        eps(config.eps()) {}
+};
+
+uint16_t toBfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40); // a quiet NaN stays one
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+}
+
+/// The same fp32 operations in the same order as torch's single-tensor AdamW.
+void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const float *grad,
+                  uint16_t *bf16, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    float g = grad[i];
+    param[i] *= k.decay;
+    m[i] = m[i] * k.beta1 + g * k.oneMinusBeta1;
+    v[i] = v[i] * k.beta2 + g * g * k.oneMinusBeta2;
+    float denom = std::sqrt(v[i]) / k.correction2Sqrt + k.eps;
+    param[i] += k.negativeStepSize * (m[i] / denom);
+    if (bf16)
+      bf16[i] = toBfloat16(param[i]);
+  }
+}
+
+// The vector paths do the scalar path's operations one by one (no fused multiply-add), so
+// their results are bit-identical to it.
+__attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *param, float *m,
+                                                     float *v, const float *grad, uint16_t *bf16,
+                                                     int64_t begin, int64_t end) {
+  const __m512 decay = _mm512_set1_ps(k.decay), beta1 = _mm512_set1_ps(k.beta1),
+               oneMinusBeta1 = _mm512_set1_ps(k.oneMinusBeta1), beta2 = _mm512_set1_ps(k.beta2),
+               oneMinusBeta2 = _mm512_set1_ps(k.oneMinusBeta2),
+               stepSize = _mm512_set1_ps(k.negativeStepSize),
+               correction = _mm512_set1_ps(k.correction2Sqrt), eps = _mm512_set1_ps(k.eps);
+  int64_t i = begin;
+  for (; i + 16 <= end; i += 16) {
+    __m512 g = _mm512_loadu_ps(grad + i);
+    __m512 p = _mm512_mul_ps(_mm512_loadu_ps(param + i), decay);
+    __m512 mi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(m + i), beta1),
+                              _mm512_mul_ps(g, oneMinusBeta1));
+    __m512 vi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(v + i), beta2),
+                              _mm512_mul_ps(_mm512_mul_ps(g, g), oneMinusBeta2));
+    __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), correction), eps);
+    p = _mm512_add_ps(p, _mm512_mul_ps(stepSize, _mm512_div_ps(mi, denom)));
+    _mm512_storeu_ps(param + i, p);
+    _mm512_storeu_ps(m + i, mi);
+    _mm512_storeu_ps(v + i, vi);
+    if (bf16)
+      for (int j = 0; j < 16; ++j)
+        bf16[i + j] = toBfloat16(param[i + j]);
+  }
+  updateScalar(k, param, m, v, grad, bf16, i, end);
+}
+
+__attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param, float *m,
+                                                float *v, const float *grad, uint16_t *bf16,
+                                                int64_t begin, int64_t end) {
+  const __m256 decay = _mm256_set1_ps(k.decay), beta1 = _mm256_set1_ps(k.beta1),
+               oneMinusBeta1 = _mm256_set1_ps(k.oneMinusBeta1), beta2 = _mm256_set1_ps(k.beta2),
+               oneMinusBeta2 = _mm256_set1_ps(k.oneMinusBeta2),
+               stepSize = _mm256_set1_ps(k.negativeStepSize),
+               correction = _mm256_set1_ps(k.correction2Sqrt), eps = _mm256_set1_ps(k.eps);
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    __m256 g = _mm256_loadu_ps(grad + i);
+    __m256 p = _mm256_mul_ps(_mm256_loadu_ps(param + i), decay);
+    __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), beta1),
+                              _mm256_mul_ps(g, oneMinusBeta1));
+    __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
+                              _mm256_mul_ps(_mm256_mul_ps(g, g), oneMinusBeta2));
+    __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), correction), eps);
+    p = _mm256_add_ps(p, _mm256_mul_ps(stepSize, _mm256_div_ps(mi, denom)));
+    _mm256_storeu_ps(param + i, p);
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    if (bf16)
+      for (int j = 0; j < 8; ++j)
+        bf16[i + j] = toBfloat16(param[i + j]);
+  }
+  updateScalar(k, param, m, v, grad, bf16, i, end);
+}
+
+using UpdateRange = void (*)(const AdamWStep &, float *, float *, float *, const float *,
+                             uint16_t *, int64_t, int64_t);
+
+UpdateRange vectorUpdate() {
+  static const UpdateRange chosen = __builtin_cpu_supports("avx512f") ? updateAvx512
+                                    : __builtin_cpu_supports("avx2")  ? updateAvx2
+                                                                      : updateScalar;
+  return chosen;
+}
+
+} // namespace
+
+const char *adamwVectorUnit() {
+  UpdateRange chosen = vectorUpdate();
+  return chosen == updateAvx512 ? "avx512" : chosen == updateAvx2 ? "avx2" : "scalar";
+}
+
+void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
+                       double lr, double weightDecay, const plan::AdamW &config, int64_t step,
+                       uint16_t *bf16) {
+  updateScalar(AdamWStep(config, lr, weightDecay, step), param, m, v, grad, bf16, 0, count);
+}
+
 void adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
-                 double weightDecay, const plan::AdamW &config, int64_t step) {
-  // The same fp32 operations in the same order as torch's single-tensor AdamW.
-  const float beta1 = config.beta1(), beta2 = config.beta2();
-  const float decay = static_cast<float>(1.0 - lr * weightDecay);
-  const double correction1 = 1.0 - std::pow(config.beta1(), step);
-  const float stepSize = static_cast<float>(lr / correction1);
-  const float correction2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2(), step)));
-  const float eps = config.eps();
-  auto update = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float g = grad[i];
-      param[i] *= decay;
-      m[i] = m[i] * beta1 + g * (1 - beta1);
-      v[i] = v[i] * beta2 + g * g * (1 - beta2);
-      float denom = std::sqrt(v[i]) / correction2Sqrt + eps;
-      param[i] += -stepSize * (m[i] / denom);
-    }
-  };
-  // Large tensors are split across cores; each element's update is independent.
+                 double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16) {
+  AdamWStep constants(config, lr, weightDecay, step);
+  UpdateRange update = vectorUpdate();
+  // Every element is independent: large tensors are split over all cores, in chunks of
+  // whole vectors.
   int64_t threads = std::clamp<int64_t>(count / (1 << 16), 1, std::thread::hardware_concurrency());
+  int64_t chunk = ((count + threads - 1) / threads + 15) / 16 * 16;
   std::vector<std::thread> workers;
-  int64_t chunk = (count + threads - 1) / threads;
-  for (int64_t t = 1; t < threads; ++t)
-    workers.emplace_back(update, t * chunk, std::min(count, (t + 1) * chunk));
-  update(0, std::min(count, chunk));
+  for (int64_t begin = chunk; begin < count; begin += chunk)
+    workers.emplace_back(update, std::cref(constants), param, m, v, grad, bf16, begin,
+                         std::min(count, begin + chunk));
+  update(constants, param, m, v, grad, bf16, 0, std::min(count, chunk));
   for (std::thread &worker : workers)
     worker.join();
 }

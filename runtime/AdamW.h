@@ -18,9 +18,20 @@ double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps)
 /// clip_grad_norm_); returns the norm before clipping. maxNorm <= 0 only measures.
 double clipGradients(std::vector<std::vector<float>> &gradients, double maxNorm);
 
-/// One update of one parameter in place: `step` counts from 1.
+/// The vector unit adamwUpdate uses on this CPU: "avx512", "avx2" or "scalar".
+const char *adamwVectorUnit();
+
+/// One update of one parameter in place, on every core: `step` counts from 1. With `bf16`,
+/// also writes the updated weights rounded to bfloat16 (nearest even): the copy the CUDA
+/// backend streams for the next forward. Every vector unit gives bit-identical results.
 void adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
-                 double weightDecay, const plan::AdamW &config, int64_t step);
+                 double weightDecay, const plan::AdamW &config, int64_t step,
+                 uint16_t *bf16 = nullptr);
+
+/// The scalar reference of adamwUpdate, one thread, for tests of the vector paths.
+void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
+                       double lr, double weightDecay, const plan::AdamW &config, int64_t step,
+                       uint16_t *bf16 = nullptr);
 
 } // namespace mt
 
