@@ -99,9 +99,19 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
     _mm512_storeu_ps(param + i, p);
     _mm512_storeu_ps(m + i, mi);
     _mm512_storeu_ps(v + i, vi);
-    if (bf16)
-      for (int j = 0; j < 16; ++j)
-        bf16[i + j] = toBfloat16(param[i + j]);
+    if (bf16) {
+      // toBfloat16 on 16 lanes: round to nearest even, NaNs kept quiet.
+      __m512i bits = _mm512_castps_si512(p);
+      __m512i high = _mm512_srli_epi32(bits, 16);
+      __m512i rounded = _mm512_srli_epi32(
+          _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                  _mm512_and_si512(high, _mm512_set1_epi32(1)))),
+          16);
+      __mmask16 nan = _mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q);
+      rounded = _mm512_mask_mov_epi32(rounded, nan,
+                                      _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(bf16 + i), _mm512_cvtepi32_epi16(rounded));
+    }
   }
   updateScalar(k, param, m, v, grad, bf16, i, end);
 }
