@@ -1,11 +1,11 @@
 // AdamW: the update, the learning-rate schedule and global-norm clipping.
 #include "runtime/AdamW.h"
 
+#include "runtime/ThreadPool.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <thread>
 #include <vector>
 
 #include <immintrin.h>
@@ -173,15 +173,13 @@ void adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t co
   UpdateRange update = vectorUpdate();
   // Every element is independent: large tensors are split over all cores, in chunks of
   // whole vectors.
-  int64_t threads = std::clamp<int64_t>(count / (1 << 16), 1, std::thread::hardware_concurrency());
-  int64_t chunk = ((count + threads - 1) / threads + 15) / 16 * 16;
-  std::vector<std::thread> workers;
-  for (int64_t begin = chunk; begin < count; begin += chunk)
-    workers.emplace_back(update, std::cref(constants), param, m, v, grad, bf16, begin,
-                         std::min(count, begin + chunk));
-  update(constants, param, m, v, grad, bf16, 0, std::min(count, chunk));
-  for (std::thread &worker : workers)
-    worker.join();
+  int64_t parts = std::clamp<int64_t>(count / (1 << 16), 1, parallelism());
+  int64_t chunk = ((count + parts - 1) / parts + 15) / 16 * 16;
+  runParallel(parts, [&](int64_t part) {
+    int64_t begin = part * chunk;
+    if (begin < count)
+      update(constants, param, m, v, grad, bf16, begin, std::min(count, begin + chunk));
+  });
 }
 
 } // namespace mt

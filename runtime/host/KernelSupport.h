@@ -4,12 +4,12 @@
 #ifndef MT_RUNTIME_HOST_KERNELSUPPORT_H
 #define MT_RUNTIME_HOST_KERNELSUPPORT_H
 
+#include "runtime/ThreadPool.h"
 #include "runtime/host/Kernels.h"
 
 #include <algorithm>
 #include <array>
 #include <string>
-#include <thread>
 #include <unordered_map>
 
 namespace mt::host::detail {
@@ -174,18 +174,13 @@ void walk(const Shape &shape, const std::array<std::vector<int64_t>, N> &strides
 /// thread in a fixed order, so results never depend on the split; bodies must not throw.
 template <typename F>
 void parallelFor(int64_t n, double workPerItem, F &&body) {
-  int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  int64_t cores = parallelism();
   if (cores == 1 || n < 2 || static_cast<double>(n) * workPerItem < 1e6) {
     body(int64_t{0}, n);
     return;
   }
   int64_t parts = std::min(cores, n);
-  std::vector<std::thread> threads;
-  for (int64_t p = 1; p < parts; ++p)
-    threads.emplace_back([&body, p, parts, n] { body(n * p / parts, n * (p + 1) / parts); });
-  body(int64_t{0}, n / parts);
-  for (std::thread &thread : threads)
-    thread.join();
+  runParallel(parts, [&](int64_t p) { body(n * p / parts, n * (p + 1) / parts); });
 }
 
 /// Calls f with the HostTensor member holding the elements (reals or ints), for kernels
