@@ -1,8 +1,9 @@
-// Host state: allocation, initial weights from plan files or a seeded random draw.
+// Host state: the per-layer layout, initial weights from plan files or a seeded random draw.
 #include "runtime/HostState.h"
 
 #include "runtime/PlanLoader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -11,13 +12,74 @@
 
 namespace mt {
 
-HostState::HostState(const plan::Plan &plan) : plan(plan) {
-  for (const plan::Parameter &parameter : plan.parameters()) {
-    int64_t count = numElements(parameter.type());
-    master.emplace_back(count, 0.0f);
-    firstMoment.emplace_back(count, 0.0f);
-    secondMoment.emplace_back(count, 0.0f);
+namespace {
+
+/// The layer each parameter is streamed with: the first weights prefetch that reads it.
+std::vector<int64_t> layerOfParameters(const plan::Plan &plan) {
+  std::vector<int64_t> layers(plan.parameters_size(), -1);
+  std::vector<bool> assigned(plan.parameters_size(), false);
+  const plan::Program &step = plan.step();
+  for (const plan::Command &command : step.commands()) {
+    auto kind = command.attributes().find("kind");
+    auto layer = command.attributes().find("layer");
+    if (command.op() != "mt.prefetch" || kind == command.attributes().end() ||
+        kind->second.s() != "weights" || layer == command.attributes().end())
+      continue;
+    for (int id : command.operands()) {
+      const plan::Value &value = step.values(id);
+      if (value.has_parameter() && !assigned[value.parameter()]) {
+        assigned[value.parameter()] = true;
+        layers[value.parameter()] = layer->second.i();
+      }
+    }
   }
+  return layers;
+}
+
+} // namespace
+
+HostState::HostState(const plan::Plan &plan, bool streamCopy) : plan(plan) {
+  std::vector<int64_t> layers = layerOfParameters(plan);
+  parameters.resize(plan.parameters_size());
+  std::vector<int64_t> order;
+  for (int p = 0; p < plan.parameters_size(); ++p) {
+    parameters[p].count = numElements(plan.parameters(p).type());
+    parameters[p].layer = layers[p];
+    order.push_back(p);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return layers[a] < layers[b]; });
+  // One allocation per layer: [masters | first moments | second moments | bf16 copies].
+  for (size_t first = 0; first < order.size();) {
+    size_t last = first;
+    int64_t elements = 0;
+    for (; last < order.size() && layers[order[last]] == layers[order[first]]; ++last)
+      elements += parameters[order[last]].count;
+    int64_t bytes = elements * (12 + (streamCopy ? 2 : 0));
+    storage.emplace_back(new char[bytes]());
+    char *block = storage.back().get();
+    blocks.push_back({layers[order[first]], block, bytes});
+    float *master = reinterpret_cast<float *>(block);
+    float *firstMoment = master + elements, *secondMoment = firstMoment + elements;
+    uint16_t *copy = streamCopy ? reinterpret_cast<uint16_t *>(secondMoment + elements) : nullptr;
+    int64_t offset = 0;
+    for (size_t i = first; i < last; ++i) {
+      ParameterState &state = parameters[order[i]];
+      state.master = master + offset;
+      state.firstMoment = firstMoment + offset;
+      state.secondMoment = secondMoment + offset;
+      state.streamCopy = copy ? copy + offset : nullptr;
+      offset += state.count;
+    }
+    first = last;
+  }
+}
+
+int64_t HostState::bytes() const {
+  int64_t total = 0;
+  for (const LayerBlock &block : blocks)
+    total += block.bytes;
+  return total;
 }
 
 void HostState::loadInitialWeights(const std::string &planDir) {
@@ -29,7 +91,8 @@ void HostState::loadInitialWeights(const std::string &planDir) {
     std::string path = parameter.file().front() == '/' ? parameter.file()
                                                        : planDir + "/" + parameter.file();
     plan::DType dtype = parameter.type().dtype();
-    int64_t count = master[p].size(), width = bytesPerElement(dtype);
+    int64_t count = parameters[p].count, width = bytesPerElement(dtype);
+    float *master = parameters[p].master;
     std::string bytes(count * width, '\0');
     std::ifstream in(path, std::ios::binary);
     in.seekg(parameter.offset());
@@ -41,15 +104,15 @@ void HostState::loadInitialWeights(const std::string &planDir) {
     for (int64_t i = 0; i < count; ++i) {
       const char *element = bytes.data() + i * width;
       if (dtype == plan::F32) {
-        std::memcpy(&master[p][i], element, 4);
+        std::memcpy(&master[i], element, 4);
       } else if (dtype == plan::F64) {
         double d;
         std::memcpy(&d, element, 8);
-        master[p][i] = static_cast<float>(d);
+        master[i] = static_cast<float>(d);
       } else if (dtype == plan::BF16) {
         uint32_t bits = 0;
         std::memcpy(reinterpret_cast<char *>(&bits) + 2, element, 2);
-        std::memcpy(&master[p][i], &bits, 4);
+        std::memcpy(&master[i], &bits, 4);
       } else {
         throw std::runtime_error("parameter " + parameter.name() +
                                  ": float16 initial weights are not supported yet");
@@ -65,8 +128,8 @@ void HostState::initializeRandomly(uint64_t seed) {
     const std::string &name = plan.parameters(p).name();
     bool isVector = plan.parameters(p).type().shape_size() == 1;
     bool isBias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
-    for (float &x : master[p])
-      x = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
+    for (int64_t i = 0; i < parameters[p].count; ++i)
+      parameters[p].master[i] = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
   }
 }
 

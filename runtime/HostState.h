@@ -1,19 +1,39 @@
-// The model state in host memory: fp32 master weights and AdamW's two fp32 moments, one
-// contiguous array each per parameter, in the plan's parameter order.
+// The model state in host memory: fp32 master weights and AdamW's two fp32 moments, and
+// optionally the bf16 copy the device streams, laid out contiguously per layer so that a
+// layer's weights move in one copy and its update touches one block.
 #ifndef MT_RUNTIME_HOSTSTATE_H
 #define MT_RUNTIME_HOSTSTATE_H
 
 #include "plan/plan.pb.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace mt {
 
+/// One parameter's arrays, all of `count` elements.
+struct ParameterState {
+  float *master = nullptr, *firstMoment = nullptr, *secondMoment = nullptr;
+  uint16_t *streamCopy = nullptr; // bf16; null when the state keeps none
+  int64_t count = 0;
+  int64_t layer = -1; // the layer whose prefetch streams it; -1 for prologue and epilogue
+};
+
+/// One layer's block of host memory: its masters, then its first moments, its second
+/// moments and its bf16 copies, each contiguous. The CUDA backend pins blocks in chunks.
+struct LayerBlock {
+  int64_t layer;
+  char *begin;
+  int64_t bytes;
+};
+
 class HostState {
 public:
-  explicit HostState(const plan::Plan &plan);
+  /// Lays out every plan parameter; with `streamCopy`, also a bf16 copy of each (the 2 bytes
+  /// that make 14 bytes a parameter instead of 12).
+  HostState(const plan::Plan &plan, bool streamCopy);
 
   /// Initial weights from the files the plan names (relative to `planDir`), converted to fp32.
   /// Throws naming the parameter and file when bytes are missing.
@@ -23,7 +43,12 @@ public:
   void initializeRandomly(uint64_t seed);
 
   const plan::Plan &plan;
-  std::vector<std::vector<float>> master, firstMoment, secondMoment;
+  std::vector<ParameterState> parameters; // in the plan's parameter order
+  std::vector<LayerBlock> blocks;         // in layer order, prologue and epilogue first
+  int64_t bytes() const;
+
+private:
+  std::vector<std::unique_ptr<char[]>> storage;
 };
 
 } // namespace mt

@@ -223,7 +223,8 @@ int train(const Options &options) {
   std::string planDir = options.plan.find('/') == std::string::npos
                             ? "."
                             : options.plan.substr(0, options.plan.rfind('/'));
-  HostState state(plan);
+  // The host backend reads fp32 masters directly; only a GPU needs the bf16 streaming copy.
+  HostState state(plan, /*streamCopy=*/false);
   if (options.init == "random")
     state.initializeRandomly(options.seed);
   else
@@ -233,8 +234,8 @@ int train(const Options &options) {
   host::Executor<float> executor(plan);
 
   int64_t parameters = 0;
-  for (const std::vector<float> &p : state.master)
-    parameters += p.size();
+  for (const ParameterState &p : state.parameters)
+    parameters += p.count;
   std::printf("mt-run | %s | %lld parameters | batch %lld x %lld x %lld micro-batches | host "
               "backend | data %s (%lld tokens, %s)\n",
               options.plan.c_str(), static_cast<long long>(parameters),
@@ -242,6 +243,9 @@ int train(const Options &options) {
               static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())),
               options.data.c_str(),
               static_cast<long long>(data.size()), data.format().c_str());
+  std::printf("host state | %.1f MiB in %zu layer blocks | %.1f bytes per parameter\n",
+              state.bytes() / 1048576.0, state.blocks.size(),
+              parameters ? static_cast<double>(state.bytes()) / parameters : 0.0);
   std::ofstream metrics;
   if (!options.metrics.empty()) {
     metrics.open(options.metrics);
@@ -256,8 +260,8 @@ int train(const Options &options) {
   bool layerMajor = std::any_of(plan.step().inputs().begin(), plan.step().inputs().end(),
                                 [](const plan::Input &input) { return input.name() == "input_ids.0"; });
   std::vector<const float *> weights;
-  for (const std::vector<float> &p : state.master)
-    weights.push_back(p.data());
+  for (const ParameterState &p : state.parameters)
+    weights.push_back(p.master);
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     // Gradient accumulation: the step's loss and gradients are the means over its
@@ -296,9 +300,10 @@ int train(const Options &options) {
     for (int p = 0; p < plan.parameters_size(); ++p) {
       double decay = std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0
                                                                             : adamw.weight_decay();
-      adamwUpdate(state.master[p].data(), state.firstMoment[p].data(),
-                  state.secondMoment[p].data(), result.gradients[p].data(),
-                  state.master[p].size(), lr, decay, adamw, step);
+      const ParameterState &parameter = state.parameters[p];
+      adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
+                  result.gradients[p].data(), parameter.count, lr, decay, adamw, step,
+                  parameter.streamCopy);
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count();
@@ -323,7 +328,7 @@ int train(const Options &options) {
       const plan::Parameter &parameter = plan.parameters(p);
       tensors.push_back({parameter.name(),
                          {parameter.type().shape().begin(), parameter.type().shape().end()},
-                         state.master[p].data()});
+                         state.parameters[p].master});
     }
     writeSafetensors(options.saveWeights, tensors);
   }
