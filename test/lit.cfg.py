@@ -7,11 +7,21 @@ from lit.llvm import llvm_config
 config.name = "mt"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "AdamWTest.cpp"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "AdamWTest.cpp", "MatmulTest.cpp"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mt_obj_root, "test")
 
 llvm_config.use_default_substitutions()
+
+# GPU tests run where the CUDA backend was built and a device answers; elsewhere (CI) they
+# are reported as unsupported.
+import shutil
+import subprocess
+if config.gpu_tests and shutil.which("nvidia-smi") and \
+        subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+    config.available_features.add("cuda-device")
+config.substitutions.append(
+    ("%mt-gpu-matmul-test", os.path.join(config.mt_obj_root, "test", "mt-gpu-matmul-test")))
 config.substitutions.append(("%fixtures", config.fixtures_dir))
 # A tool's path where a script (not the shell) runs it.
 config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools", "mt-run")))
