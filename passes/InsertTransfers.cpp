@@ -55,8 +55,8 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
         calls.push_back(call);
 
     // Checkpoints: a layer input that the backward reads (the backward of that layer, or a
-    // recomputation of its block) leaves for host memory once computed; the first backward
-    // reader brings it back with its weights and later readers share that copy.
+    // recomputation of its block) leaves for host memory once computed; it comes back when
+    // the weights of its first backward reader do, and later readers share that copy.
     llvm::DenseSet<Value> streamValues;
     for (func::CallOp call : calls)
       if (!readsCheckpoint(call)) {

@@ -174,8 +174,10 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
     layer calls. After: every call reads its weights from an `mt.prefetch` placed right after
     the call `lookahead` calls earlier (so with lookahead 2 two layers' weights are on the
     device at once: double buffering); each layer's input goes to host memory with an
-    `mt.offload` as soon as it is computed and comes back with the weights of the layer's
-    backward (unless checkpoints stay on the device); every parameter gradient the step
+    `mt.offload` as soon as it is computed and comes back when the weights of the layer's
+    backward do (unless checkpoints stay on the device); consecutive calls that read the same
+    parameters (a layer's micro-batches, the last layer's forward and backward) share one
+    prefetch; every parameter gradient the step
     returns leaves with an `mt.offload` right after it is computed; prologue and epilogue
     parameters are prefetched just before their first use. Each copy yields a token.
   }];
