@@ -18,5 +18,6 @@ part device nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 part gpu-matmul build/test/mt-gpu-matmul-test
 part adamw build/test/mt-adamw-test
 part torch-adamw bash -c 'python3 scripts/bench_adamw.py fused && python3 scripts/bench_adamw.py foreach'
-part calibrate build/tools/mt-run --calibrate "$out/host-profile.json"
+part calibrate-gpu build/tools/mt-run --calibrate "$out/gpu-profile.json" --backend=cuda
+part calibrate-host build/tools/mt-run --calibrate "$out/host-profile.json" --backend=host
 exit "$failed"

@@ -10,6 +10,9 @@
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
 #include "runtime/host/Executor.h"
+#ifdef MT_HAS_CUDA
+#include "runtime/cuda/Calibration.h"
+#endif
 
 #include <google/protobuf/text_format.h>
 
@@ -30,7 +33,8 @@ namespace {
 
 const char *kUsage = R"(usage: mt-run PLAN [options]
        mt-run --calibrate OUT.json
-  --calibrate OUT.json      measure this machine's backend and write the device profile that
+  --calibrate OUT.json      measure this machine (its GPU with --backend=auto|cuda, else the
+                            host backend) and write the device profile that
                             mtc --target=OUT.json predicts steps with
   --dump                    print the plan and exit
   --check-gradients         compare the backward with finite differences (fp64) and exit
@@ -186,11 +190,22 @@ std::pair<int64_t, int64_t> batchShape(const plan::Plan &plan) {
   throw std::runtime_error("the plan has no [batch, sequence] token input");
 }
 
+/// The profile of the machine the chosen backend runs on: the GPU's when there is one (auto)
+/// or when asked for (cuda), else the host backend's.
+std::string calibrate(const Options &options) {
+#ifdef MT_HAS_CUDA
+  if (options.backend != "host" && cuda::deviceAvailable())
+    return cuda::calibrateDevice(options.calibrate);
+#endif
+  if (options.backend == "cuda")
+    throw std::runtime_error("--backend=cuda: no CUDA device (or this mt-run was built "
+                             "without the CUDA backend)");
+  return calibrateHost(options.calibrate);
+}
+
 int train(const Options &options) {
   if (!options.calibrate.empty()) {
-    if (options.backend == "cuda")
-      throw std::runtime_error("--backend=cuda: this mt-run was built without the CUDA backend");
-    std::fputs(calibrateHost(options.calibrate).c_str(), stdout);
+    std::fputs(calibrate(options).c_str(), stdout);
     return 0;
   }
   plan::Plan plan = loadPlan(options.plan);
@@ -211,7 +226,8 @@ int train(const Options &options) {
       plan.step().commands(0).stream().empty())
     throw std::runtime_error("--check-schedule needs a scheduled plan (mtc -o PLAN.mtp)");
   if (options.backend == "cuda")
-    throw std::runtime_error("--backend=cuda: this mt-run was built without the CUDA backend");
+    throw std::runtime_error("--backend=cuda: the CUDA backend does not run training steps "
+                             "yet; use --backend=host (--calibrate measures the GPU)");
   if (options.backend != "auto" && options.backend != "host")
     throw std::runtime_error("--backend must be auto, host or cuda, got " + options.backend);
   if (options.data.empty())

@@ -1,0 +1,160 @@
+// Calibration of the CUDA machine: each rate is the best of a few timed runs, measured with
+// CUDA events on named, non-default streams.
+#include "runtime/cuda/Calibration.h"
+
+#include "runtime/AdamW.h"
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaCheck.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <vector>
+
+namespace mt::cuda {
+
+namespace {
+
+/// Seconds of the fastest of `runs` runs of `work`, enqueued on `stream`.
+double fastest(int runs, cudaStream_t stream, const std::function<void()> &work) {
+  cudaEvent_t start, stop;
+  MT_CUDA_CHECK(cudaEventCreate(&start));
+  MT_CUDA_CHECK(cudaEventCreate(&stop));
+  work(); // warm-up: algorithm choice, first-touch
+  float best = 1e30f;
+  for (int i = 0; i < runs; ++i) {
+    MT_CUDA_CHECK(cudaEventRecord(start, stream));
+    work();
+    MT_CUDA_CHECK(cudaEventRecord(stop, stream));
+    MT_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms;
+    MT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    best = std::min(best, ms);
+  }
+  MT_CUDA_CHECK(cudaEventDestroy(start));
+  MT_CUDA_CHECK(cudaEventDestroy(stop));
+  return best / 1e3;
+}
+
+} // namespace
+
+bool deviceAvailable() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+}
+
+std::string calibrateDevice(const std::string &path) {
+  cudaDeviceProp properties;
+  MT_CUDA_CHECK(cudaGetDeviceProperties(&properties, 0));
+  cudaStream_t compute, h2d, d2h;
+  MT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  MT_CUDA_CHECK(cudaStreamCreateWithFlags(&h2d, cudaStreamNonBlocking));
+  MT_CUDA_CHECK(cudaStreamCreateWithFlags(&d2h, cudaStreamNonBlocking));
+
+  // bf16 GEMM on random operands (zeros would draw less power and run faster).
+  const int64_t size = 8192, elements = size * size;
+  std::vector<uint16_t> host(elements);
+  std::mt19937 random(5);
+  for (uint16_t &x : host)
+    x = static_cast<uint16_t>(0x3c00 + (random() & 0x3ff)) ^ static_cast<uint16_t>((random() & 1) << 15);
+  void *a, *b, *c;
+  MT_CUDA_CHECK(cudaMalloc(&a, elements * 2));
+  MT_CUDA_CHECK(cudaMalloc(&b, elements * 2));
+  MT_CUDA_CHECK(cudaMalloc(&c, elements * 2));
+  MT_CUDA_CHECK(cudaMemcpy(a, host.data(), elements * 2, cudaMemcpyHostToDevice));
+  MT_CUDA_CHECK(cudaMemcpy(b, host.data(), elements * 2, cudaMemcpyHostToDevice));
+  CublasLt blas;
+  MatmulShape shape{size, size, size, false, true, 1, 0, 0, 0, CUDA_R_16BF};
+  double gemm = 2.0 * size * size * size /
+                fastest(5, compute, [&] { blas.matmul(shape, a, b, c, false, compute); });
+  double memory =
+      2.0 * elements * 2 / fastest(5, compute, [&] {
+        MT_CUDA_CHECK(cudaMemcpyAsync(c, a, elements * 2, cudaMemcpyDeviceToDevice, compute));
+      });
+
+  // Pinned copies of 1 GiB, each direction alone and both at once.
+  const size_t bytes = 1ull << 30;
+  void *pinnedIn, *pinnedOut, *deviceIn, *deviceOut;
+  MT_CUDA_CHECK(cudaHostAlloc(&pinnedIn, bytes, cudaHostAllocDefault));
+  MT_CUDA_CHECK(cudaHostAlloc(&pinnedOut, bytes, cudaHostAllocDefault));
+  std::memset(pinnedIn, 1, bytes);
+  MT_CUDA_CHECK(cudaMalloc(&deviceIn, bytes));
+  MT_CUDA_CHECK(cudaMalloc(&deviceOut, bytes));
+  auto toDevice = [&] {
+    MT_CUDA_CHECK(cudaMemcpyAsync(deviceIn, pinnedIn, bytes, cudaMemcpyHostToDevice, h2d));
+  };
+  auto toHost = [&] {
+    MT_CUDA_CHECK(cudaMemcpyAsync(pinnedOut, deviceOut, bytes, cudaMemcpyDeviceToHost, d2h));
+  };
+  double in = bytes / fastest(3, h2d, toDevice);
+  double out = bytes / fastest(3, d2h, toHost);
+  // Both at once: d2h starts when h2d does and h2d's timing ends after both are done.
+  cudaEvent_t started, finished;
+  MT_CUDA_CHECK(cudaEventCreate(&started));
+  MT_CUDA_CHECK(cudaEventCreate(&finished));
+  double both = fastest(3, h2d, [&] {
+    MT_CUDA_CHECK(cudaEventRecord(started, h2d));
+    MT_CUDA_CHECK(cudaStreamWaitEvent(d2h, started));
+    toDevice();
+    toHost();
+    MT_CUDA_CHECK(cudaEventRecord(finished, d2h));
+    MT_CUDA_CHECK(cudaStreamWaitEvent(h2d, finished));
+  });
+  double duplex = std::min(1.0, (bytes / both) / std::min(in, out));
+
+  const int64_t params = 1 << 24;
+  plan::AdamW adamw;
+  adamw.set_beta1(0.9);
+  adamw.set_beta2(0.95);
+  adamw.set_eps(1e-8);
+  std::vector<float> param(params, 1.0f), m(params), v(params), grad(params, 0.01f);
+  double adam = 0;
+  for (int run = 1; run <= 3; ++run) {
+    auto start = std::chrono::steady_clock::now();
+    adamwUpdate(param.data(), m.data(), v.data(), grad.data(), params, 1e-3, 0.1, adamw, run);
+    adam = std::max(adam, params / std::chrono::duration<double>(
+                                         std::chrono::steady_clock::now() - start)
+                                         .count());
+  }
+  size_t freeBytes, totalBytes;
+  MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+
+  for (void *pointer : {a, b, c, deviceIn, deviceOut})
+    MT_CUDA_CHECK(cudaFree(pointer));
+  MT_CUDA_CHECK(cudaFreeHost(pinnedIn));
+  MT_CUDA_CHECK(cudaFreeHost(pinnedOut));
+  for (cudaStream_t stream : {compute, h2d, d2h})
+    MT_CUDA_CHECK(cudaStreamDestroy(stream));
+  MT_CUDA_CHECK(cudaEventDestroy(started));
+  MT_CUDA_CHECK(cudaEventDestroy(finished));
+
+  std::ofstream file(path);
+  file << "{\n  \"name\": \"" << properties.name << "\",\n"
+       << "  \"gemm_flops_per_second\": " << gemm << ",\n"
+       << "  \"memory_bytes_per_second\": " << memory << ",\n"
+       << "  \"h2d_bytes_per_second\": " << in << ",\n"
+       << "  \"d2h_bytes_per_second\": " << out << ",\n"
+       << "  \"duplex_factor\": " << duplex << ",\n"
+       << "  \"host_adam_params_per_second\": " << adam << ",\n"
+       << "  \"device_memory_bytes\": " << static_cast<double>(freeBytes) << "\n}\n";
+  if (!file)
+    throw CudaError("cannot write " + path);
+  std::ostringstream table;
+  table << properties.name << ", measured\n"
+        << "  bf16 GEMM 8192^3 (random data)  " << gemm / 1e12 << " TFLOP/s\n"
+        << "  device memory copy              " << memory / 1e9 << " GB/s\n"
+        << "  pinned host->device             " << in / 1e9 << " GB/s\n"
+        << "  pinned device->host             " << out / 1e9 << " GB/s\n"
+        << "  both at once                    " << bytes / both / 1e9 << " GB/s each (duplex "
+        << duplex << ")\n"
+        << "  CPU AdamW                       " << adam / 1e9 << " G params/s\n"
+        << "  free device memory              " << freeBytes / double(1 << 30) << " GiB\n"
+        << "profile written to " << path << "\n";
+  return table.str();
+}
+
+} // namespace mt::cuda
