@@ -7,7 +7,7 @@ from lit.llvm import llvm_config
 config.name = "mt"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "AdamWTest.cpp", "MatmulTest.cpp"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "AdamWTest.cpp", "MatmulTest.cpp", "PinnedMemoryTest.cpp"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mt_obj_root, "test")
 
@@ -20,8 +20,8 @@ import subprocess
 if config.gpu_tests and shutil.which("nvidia-smi") and \
         subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
     config.available_features.add("cuda-device")
-config.substitutions.append(
-    ("%mt-gpu-matmul-test", os.path.join(config.mt_obj_root, "test", "mt-gpu-matmul-test")))
+for test in ("mt-gpu-matmul-test", "mt-gpu-pinned-test"):
+    config.substitutions.append(("%" + test, os.path.join(config.mt_obj_root, "test", test)))
 config.substitutions.append(("%fixtures", config.fixtures_dir))
 # A tool's path where a script (not the shell) runs it.
 config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools", "mt-run")))
