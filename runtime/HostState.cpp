@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -13,6 +14,8 @@
 namespace mt {
 
 namespace {
+
+constexpr int64_t kPage = 4096;
 
 /// The layer each parameter is streamed with: the first weights prefetch that reads it.
 std::vector<int64_t> layerOfParameters(const plan::Plan &plan) {
@@ -56,8 +59,14 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy) : plan(plan) {
     for (; last < order.size() && layers[order[last]] == layers[order[first]]; ++last)
       elements += parameters[order[last]].count;
     int64_t bytes = elements * (12 + (streamCopy ? 2 : 0));
-    storage.emplace_back(new char[bytes]());
-    char *block = storage.back().get();
+    int64_t pages = (bytes + kPage - 1) / kPage * kPage;
+    char *block = static_cast<char *>(std::aligned_alloc(kPage, std::max<int64_t>(pages, kPage)));
+    if (!block)
+      throw std::runtime_error("cannot allocate " + std::to_string(pages) +
+                               " bytes of host state for layer " +
+                               std::to_string(layers[order[first]]));
+    std::memset(block, 0, bytes);
+    storage.emplace_back(block);
     blocks.push_back({layers[order[first]], block, bytes});
     float *master = reinterpret_cast<float *>(block);
     float *firstMoment = master + elements, *secondMoment = firstMoment + elements;
@@ -74,6 +83,8 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy) : plan(plan) {
     first = last;
   }
 }
+
+void HostState::Free::operator()(char *block) const { std::free(block); }
 
 int64_t HostState::bytes() const {
   int64_t total = 0;

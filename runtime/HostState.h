@@ -22,7 +22,8 @@ struct ParameterState {
 };
 
 /// One layer's block of host memory: its masters, then its first moments, its second
-/// moments and its bf16 copies, each contiguous. The CUDA backend pins blocks in chunks.
+/// moments and its bf16 copies, each contiguous, on pages of its own. The CUDA backend pins
+/// blocks in chunks.
 struct LayerBlock {
   int64_t layer;
   char *begin;
@@ -48,7 +49,12 @@ public:
   int64_t bytes() const;
 
 private:
-  std::vector<std::unique_ptr<char[]>> storage;
+  struct Free {
+    void operator()(char *block) const;
+  };
+  /// Page-aligned and page-sized, so that registering one block with the CUDA driver never
+  /// touches a page of another.
+  std::vector<std::unique_ptr<char, Free>> storage;
 };
 
 } // namespace mt

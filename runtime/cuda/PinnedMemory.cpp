@@ -11,21 +11,44 @@ PinnedMemory::PinnedMemory(const std::vector<Region> &regions, size_t chunkBytes
   try {
     for (const Region &region : regions)
       for (size_t offset = 0; offset < region.bytes; offset += chunkBytes) {
-        char *piece = static_cast<char *>(region.begin) + offset;
-        MT_CUDA_CHECK(cudaHostRegister(piece, std::min(chunkBytes, region.bytes - offset),
-                                       cudaHostRegisterDefault));
-        registered.push_back(piece);
+        Chunk chunk{static_cast<char *>(region.begin) + offset,
+                    std::min(chunkBytes, region.bytes - offset)};
+        MT_CUDA_CHECK(cudaHostRegister(chunk.begin, chunk.bytes, cudaHostRegisterDefault));
+        registered.push_back(chunk);
       }
   } catch (...) {
-    for (void *piece : registered)
-      cudaHostUnregister(piece);
+    for (const Chunk &chunk : registered)
+      cudaHostUnregister(chunk.begin);
     throw;
   }
+  std::sort(registered.begin(), registered.end(),
+            [](const Chunk &a, const Chunk &b) { return a.begin < b.begin; });
 }
 
 PinnedMemory::~PinnedMemory() {
-  for (void *piece : registered)
-    cudaHostUnregister(piece);
+  for (const Chunk &chunk : registered)
+    cudaHostUnregister(chunk.begin);
+}
+
+void PinnedMemory::copy(void *device, void *host, size_t bytes, cudaMemcpyKind kind,
+                        cudaStream_t stream) const {
+  char *at = static_cast<char *>(host), *end = at + bytes;
+  char *deviceAt = static_cast<char *>(device);
+  while (at < end) {
+    // The chunk holding `at`: the last one that begins at or before it.
+    auto next = std::upper_bound(registered.begin(), registered.end(), at,
+                                 [](char *address, const Chunk &c) { return address < c.begin; });
+    if (next == registered.begin() || at >= std::prev(next)->begin + std::prev(next)->bytes)
+      throw CudaError("a copy touches host memory that is not pinned");
+    const Chunk &chunk = *std::prev(next);
+    size_t piece = std::min<size_t>(end - at, chunk.begin + chunk.bytes - at);
+    if (kind == cudaMemcpyHostToDevice)
+      MT_CUDA_CHECK(cudaMemcpyAsync(deviceAt, at, piece, kind, stream));
+    else
+      MT_CUDA_CHECK(cudaMemcpyAsync(at, deviceAt, piece, kind, stream));
+    at += piece;
+    deviceAt += piece;
+  }
 }
 
 } // namespace mt::cuda

@@ -1,7 +1,11 @@
 // Host memory made pinned for the copy engines by registering it in chunks: single pinned
-// allocations of many GB fail on some drivers, registration of 1 GiB pieces does not.
+// allocations of many GB fail on some drivers, registration of 1 GiB pieces does not. A copy
+// may not span two registrations (the driver refuses it), so copies go through here, split
+// at chunk boundaries.
 #ifndef MT_RUNTIME_CUDA_PINNEDMEMORY_H
 #define MT_RUNTIME_CUDA_PINNEDMEMORY_H
+
+#include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -24,8 +28,17 @@ public:
 
   size_t chunks() const { return registered.size(); }
 
+  /// Enqueues a copy between `host` (inside the registered regions) and `device` on `stream`,
+  /// one cudaMemcpyAsync per chunk it touches.
+  void copy(void *device, void *host, size_t bytes, cudaMemcpyKind kind,
+            cudaStream_t stream) const;
+
 private:
-  std::vector<void *> registered;
+  struct Chunk {
+    char *begin;
+    size_t bytes;
+  };
+  std::vector<Chunk> registered; // ascending by address
 };
 
 } // namespace mt::cuda
