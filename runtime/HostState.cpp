@@ -112,23 +112,8 @@ void HostState::loadInitialWeights(const std::string &planDir) {
       throw std::runtime_error("parameter " + parameter.name() + ": cannot read " +
                                std::to_string(count * width) + " bytes at offset " +
                                std::to_string(parameter.offset()) + " of " + path);
-    for (int64_t i = 0; i < count; ++i) {
-      const char *element = bytes.data() + i * width;
-      if (dtype == plan::F32) {
-        std::memcpy(&master[i], element, 4);
-      } else if (dtype == plan::F64) {
-        double d;
-        std::memcpy(&d, element, 8);
-        master[i] = static_cast<float>(d);
-      } else if (dtype == plan::BF16) {
-        uint32_t bits = 0;
-        std::memcpy(reinterpret_cast<char *>(&bits) + 2, element, 2);
-        std::memcpy(&master[i], &bits, 4);
-      } else {
-        throw std::runtime_error("parameter " + parameter.name() +
-                                 ": float16 initial weights are not supported yet");
-      }
-    }
+    for (int64_t i = 0; i < count; ++i)
+      master[i] = static_cast<float>(decodeReal(bytes.data() + i * width, dtype));
   }
 }
 

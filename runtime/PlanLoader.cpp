@@ -1,6 +1,8 @@
 // Loading and validating plans.
 #include "runtime/PlanLoader.h"
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -21,6 +23,61 @@ int64_t bytesPerElement(plan::DType dtype) {
     return 2;
   default:
     return 1;
+  }
+}
+
+bool isFloatDType(plan::DType dtype) {
+  return dtype == plan::F32 || dtype == plan::F64 || dtype == plan::F16 || dtype == plan::BF16;
+}
+
+double decodeReal(const char *bytes, plan::DType dtype) {
+  switch (dtype) {
+  case plan::F64: {
+    double d;
+    std::memcpy(&d, bytes, 8);
+    return d;
+  }
+  case plan::F32: {
+    float f;
+    std::memcpy(&f, bytes, 4);
+    return f;
+  }
+  case plan::BF16: {
+    uint32_t bits = static_cast<uint32_t>(static_cast<uint8_t>(bytes[0]) |
+                                          static_cast<uint8_t>(bytes[1]) << 8)
+                    << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  default: { // F16
+    uint16_t h = static_cast<uint16_t>(static_cast<uint8_t>(bytes[0]) |
+                                       static_cast<uint8_t>(bytes[1]) << 8);
+    int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    double magnitude = exponent == 0    ? std::ldexp(mantissa, -24)
+                       : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                        : std::ldexp(mantissa + 1024, exponent - 25);
+    return (h & 0x8000) ? -magnitude : magnitude;
+  }
+  }
+}
+
+int64_t decodeInteger(const char *bytes, plan::DType dtype) {
+  switch (dtype) {
+  case plan::I64: {
+    int64_t i;
+    std::memcpy(&i, bytes, 8);
+    return i;
+  }
+  case plan::I32: {
+    int32_t i;
+    std::memcpy(&i, bytes, 4);
+    return i;
+  }
+  case plan::I8:
+    return static_cast<int8_t>(bytes[0]);
+  default: // BOOL
+    return bytes[0] != 0;
   }
 }
 

@@ -16,6 +16,12 @@ plan::Plan loadPlan(const std::string &path);
 int64_t bytesPerElement(plan::DType dtype);
 int64_t numElements(const plan::TensorType &type);
 
+/// Whether a dtype holds floating-point elements.
+bool isFloatDType(plan::DType dtype);
+/// One stored element (little-endian bytes of `dtype`) of a float or an integer dtype.
+double decodeReal(const char *bytes, plan::DType dtype);
+int64_t decodeInteger(const char *bytes, plan::DType dtype);
+
 } // namespace mt
 
 #endif // MT_RUNTIME_PLANLOADER_H

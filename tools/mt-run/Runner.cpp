@@ -62,6 +62,49 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+double numberOf(const std::string &flag, const std::string &value) {
+  char *end = nullptr;
+  double number = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0')
+    throw UsageError(flag + " needs a number, got '" + value + "'");
+  return number;
+}
+
+/// The AdamW flags, each setting one field of the plan's optimizer settings.
+using OptimizerFlag = void (*)(plan::AdamW &, const std::string &);
+const std::map<std::string, OptimizerFlag> &optimizerFlags() {
+  static const std::map<std::string, OptimizerFlag> flags = {
+      {"--lr", [](plan::AdamW &a, const std::string &v) { a.set_lr(numberOf("--lr", v)); }},
+      {"--beta1",
+       [](plan::AdamW &a, const std::string &v) { a.set_beta1(numberOf("--beta1", v)); }},
+      {"--beta2",
+       [](plan::AdamW &a, const std::string &v) { a.set_beta2(numberOf("--beta2", v)); }},
+      {"--eps", [](plan::AdamW &a, const std::string &v) { a.set_eps(numberOf("--eps", v)); }},
+      {"--weight-decay",
+       [](plan::AdamW &a, const std::string &v) {
+         a.set_weight_decay(numberOf("--weight-decay", v));
+       }},
+      {"--grad-clip",
+       [](plan::AdamW &a, const std::string &v) {
+         a.set_grad_clip(numberOf("--grad-clip", v));
+       }},
+      {"--warmup",
+       [](plan::AdamW &a, const std::string &v) {
+         a.set_warmup(static_cast<int64_t>(numberOf("--warmup", v)));
+       }},
+      {"--min-lr",
+       [](plan::AdamW &a, const std::string &v) { a.set_min_lr(numberOf("--min-lr", v)); }},
+      {"--no-decay", [](plan::AdamW &a, const std::string &v) { a.set_no_decay(v); }},
+      {"--schedule",
+       [](plan::AdamW &a, const std::string &v) {
+         if (v != "constant" && v != "cosine")
+           throw UsageError("--schedule must be constant or cosine, got " + v);
+         a.set_schedule(v);
+       }},
+  };
+  return flags;
+}
+
 struct Options {
   std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics,
                     saveWeights, calibrate;
@@ -70,18 +113,12 @@ struct Options {
   double checkTolerance = 1e-5;
   int64_t steps = 1;
   uint64_t seed = 0;
-  std::map<std::string, std::string> optimizer;
+  /// AdamW flags in command-line order, applied over the plan's defaults.
+  std::vector<std::pair<OptimizerFlag, std::string>> optimizer;
 };
 
 Options parseOptions(int argc, char **argv) {
   Options options;
-  auto numberOf = [](const std::string &flag, const std::string &value) {
-    char *end = nullptr;
-    double number = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0')
-      throw UsageError(flag + " needs a number, got '" + value + "'");
-    return number;
-  };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg.rfind("--", 0) != 0) {
@@ -132,15 +169,12 @@ Options parseOptions(int argc, char **argv) {
       options.metrics = take();
     else if (arg == "--save-weights")
       options.saveWeights = take();
-    else if (arg == "--lr" || arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
-             arg == "--weight-decay" || arg == "--grad-clip" || arg == "--warmup" ||
-             arg == "--min-lr") {
-      std::string v = take();
-      numberOf(arg, v);
-      options.optimizer[arg.substr(2)] = v;
-    } else if (arg == "--no-decay" || arg == "--schedule")
-      options.optimizer[arg.substr(2)] = take();
-    else
+    else if (auto flag = optimizerFlags().find(arg); flag != optimizerFlags().end()) {
+      std::string value = take();
+      plan::AdamW check; // a bad value is a usage error now, not after loading the plan
+      flag->second(check, value);
+      options.optimizer.emplace_back(flag->second, value);
+    } else
       throw UsageError("unknown option " + arg);
   }
   if (options.plan.empty() && options.calibrate.empty())
@@ -152,33 +186,6 @@ Options parseOptions(int argc, char **argv) {
   return options;
 }
 
-void applyOptimizerOptions(const Options &options, plan::AdamW &adamw) {
-  for (const auto &[name, value] : options.optimizer) {
-    if (name == "lr")
-      adamw.set_lr(std::stod(value));
-    else if (name == "beta1")
-      adamw.set_beta1(std::stod(value));
-    else if (name == "beta2")
-      adamw.set_beta2(std::stod(value));
-    else if (name == "eps")
-      adamw.set_eps(std::stod(value));
-    else if (name == "weight-decay")
-      adamw.set_weight_decay(std::stod(value));
-    else if (name == "grad-clip")
-      adamw.set_grad_clip(std::stod(value));
-    else if (name == "warmup")
-      adamw.set_warmup(std::stoll(value));
-    else if (name == "min-lr")
-      adamw.set_min_lr(std::stod(value));
-    else if (name == "no-decay")
-      adamw.set_no_decay(value);
-    else if (name == "schedule") {
-      if (value != "constant" && value != "cosine")
-        throw std::runtime_error("--schedule must be constant or cosine, got " + value);
-      adamw.set_schedule(value);
-    }
-  }
-}
 
 /// The [B, T] shape of the token input, from the plan.
 std::pair<int64_t, int64_t> batchShape(const plan::Plan &plan) {
@@ -232,7 +239,8 @@ int train(const Options &options) {
     throw std::runtime_error("--backend must be auto, host or cuda, got " + options.backend);
   if (options.data.empty())
     throw std::runtime_error("--data FILE is needed to train");
-  applyOptimizerOptions(options, *plan.mutable_optimizer());
+  for (const auto &[flag, value] : options.optimizer)
+    flag(*plan.mutable_optimizer(), value);
   const plan::AdamW &adamw = plan.optimizer();
   std::regex noDecay(adamw.no_decay().empty() ? "$^" : adamw.no_decay());
 
