@@ -6,9 +6,8 @@
 #include "passes/BufferLiveness.h"
 #include "passes/Passes.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Debug.h"
-
-#include <map>
 
 #define DEBUG_TYPE "mt-assign-buffers"
 
@@ -22,54 +21,6 @@ using namespace mt;
 
 namespace {
 
-constexpr int64_t kAlignment = 256;
-
-/// Free ranges of the arena, kept merged; the arena grows at its end when nothing fits.
-class Arena {
-public:
-  int64_t allocate(int64_t bytes) {
-    bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    for (auto it = free.begin(); it != free.end(); ++it) {
-      auto [offset, size] = *it;
-      if (size < bytes)
-        continue;
-      free.erase(it);
-      if (size > bytes)
-        free[offset + bytes] = size - bytes;
-      return offset;
-    }
-    // Extend a free range that ends at the top instead of leaving it unused.
-    int64_t offset = top;
-    if (!free.empty() && free.rbegin()->first + free.rbegin()->second == top) {
-      offset = free.rbegin()->first;
-      free.erase(std::prev(free.end()));
-    }
-    top = offset + bytes;
-    return offset;
-  }
-  void release(int64_t offset, int64_t bytes) {
-    bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    auto [it, inserted] = free.emplace(offset, bytes);
-    auto next = std::next(it);
-    if (next != free.end() && it->first + it->second == next->first) {
-      it->second += next->second;
-      free.erase(next);
-    }
-    if (it != free.begin()) {
-      auto prev = std::prev(it);
-      if (prev->first + prev->second == it->first) {
-        prev->second += it->second;
-        free.erase(it);
-      }
-    }
-  }
-  int64_t size() const { return top; }
-
-private:
-  std::map<int64_t, int64_t> free;
-  int64_t top = 0;
-};
-
 struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
   void runOnOperation() override {
     auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
@@ -78,7 +29,7 @@ struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
       return signalPassFailure();
     }
     BufferLiveness liveness = analyzeBuffers(step);
-    Arena arena;
+    DeviceArena arena;
     // Buffers are born in program order (their `first`); each dies after its `last` op.
     std::multimap<size_t, DeviceBuffer *> dying;
     size_t next = 0;
@@ -112,6 +63,13 @@ struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
       op->setAttr("mt.offsets", b.getDenseI64ArrayAttr(offsetsAndSizes.first));
       op->setAttr("mt.sizes", b.getDenseI64ArrayAttr(offsetsAndSizes.second));
     }
+    // Each template's intermediates get offsets inside the workspace of its calls.
+    llvm::SmallPtrSet<Operation *, 8> laidOut;
+    step.walk([&](func::CallOp call) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+      if (callee && laidOut.insert(callee).second)
+        layoutTemplate(callee, /*annotate=*/true);
+    });
     step->setAttr("mt.arena_bytes", b.getI64IntegerAttr(arena.size()));
     LLVM_DEBUG(llvm::dbgs() << liveness.buffers.size() << " buffers in " << arena.size()
                             << " bytes\n");

@@ -4,24 +4,70 @@
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 using namespace mlir;
 
 namespace mt {
 
 namespace {
 
-/// Device tensors are bf16, except gradients on their way to the host, which are fp32.
+constexpr int64_t kAlignment = 256;
+
+int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+/// Whether `value` leaves the device, or the step, at four bytes an element: a gradient
+/// bound for the host, the step's loss, or a template result whose call result does.
+bool leavesInFp32(Value value) {
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto offload = llvm::dyn_cast<OffloadOp>(user); offload && offload.getKind() == "gradients")
+      return true;
+    auto ret = llvm::dyn_cast<func::ReturnOp>(user);
+    if (!ret)
+      continue;
+    auto function = ret->getParentOfType<func::FuncOp>();
+    if (function.getSymName() == "train_step")
+      return true;
+    auto module = function->getParentOfType<ModuleOp>();
+    auto uses = SymbolTable::getSymbolUses(function, module);
+    if (!uses)
+      continue;
+    for (const SymbolTable::SymbolUse &symbolUse : *uses)
+      if (auto call = llvm::dyn_cast<func::CallOp>(symbolUse.getUser());
+          call && call->getParentOfType<func::FuncOp>().getSymName() == "train_step" &&
+          leavesInFp32(call.getResult(use.getOperandNumber())))
+        return true;
+  }
+  return false;
+}
+
+/// Device tensors are bf16, except scalars (losses: rounding them costs 3 digits and saves
+/// nothing) and those leaving in fp32 (leavesInFp32); integers keep their width.
 int64_t deviceBytes(Value value) {
   auto type = llvm::cast<RankedTensorType>(value.getType());
   int64_t width = 2;
   if (!llvm::isa<FloatType>(type.getElementType()))
     width = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  else if (llvm::any_of(value.getUsers(), [](Operation *user) {
-             auto offload = llvm::dyn_cast<OffloadOp>(user);
-             return offload && offload.getKind() == "gradients";
-           }))
+  else if (type.getRank() == 0 || leavesInFp32(value))
     width = 4;
   return numElements(type.getShape()) * width;
+}
+
+/// The position of the last op among `position` that reads `result` (made at `made`), and
+/// whether it is also read past them (returned).
+std::pair<size_t, bool> lastUse(Value result, size_t made,
+                                const llvm::DenseMap<Operation *, size_t> &position) {
+  size_t last = made;
+  bool returned = false;
+  for (Operation *user : result.getUsers()) {
+    auto it = position.find(user);
+    if (it == position.end())
+      returned = true;
+    else
+      last = std::max(last, it->second);
+  }
+  return {last, returned};
 }
 
 } // namespace
@@ -30,13 +76,79 @@ bool producesDeviceValues(Operation *op) {
   return !llvm::isa<ParamOp, ConstantOp, OffloadOp, func::ReturnOp>(op);
 }
 
-int64_t templateWorkspaceBytes(func::FuncOp function) {
-  llvm::SmallVector<Operation *> ops;
-  for (Operation &op : function.getBody().front().without_terminator())
-    if (!llvm::isa<ConstantOp>(op))
-      ops.push_back(&op);
-  return peakLiveBytes(ops);
+int64_t DeviceArena::allocate(int64_t bytes) {
+  bytes = alignUp(bytes);
+  for (auto it = free.begin(); it != free.end(); ++it) {
+    auto [offset, size] = *it;
+    if (size < bytes)
+      continue;
+    free.erase(it);
+    if (size > bytes)
+      free[offset + bytes] = size - bytes;
+    return offset;
+  }
+  // Extend a free range that ends at the top instead of leaving it unused.
+  int64_t offset = top;
+  if (!free.empty() && free.rbegin()->first + free.rbegin()->second == top) {
+    offset = free.rbegin()->first;
+    free.erase(std::prev(free.end()));
+  }
+  top = offset + bytes;
+  return offset;
 }
+
+void DeviceArena::release(int64_t offset, int64_t bytes) {
+  bytes = alignUp(bytes);
+  auto [it, inserted] = free.emplace(offset, bytes);
+  auto next = std::next(it);
+  if (next != free.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free.erase(next);
+  }
+  if (it != free.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free.erase(it);
+    }
+  }
+}
+
+int64_t layoutTemplate(func::FuncOp function, bool annotate) {
+  llvm::SmallVector<Operation *> ops;
+  llvm::DenseMap<Operation *, size_t> position;
+  for (Operation &op : function.getBody().front().without_terminator())
+    if (!llvm::isa<ConstantOp>(op)) {
+      position[&op] = ops.size();
+      ops.push_back(&op);
+    }
+  DeviceArena arena;
+  std::multimap<size_t, std::pair<int64_t, int64_t>> dying; // last op -> (offset, bytes)
+  Builder b(function.getContext());
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    llvm::SmallVector<int64_t> offsets, sizes;
+    for (Value result : op->getResults()) {
+      int64_t bytes = deviceBytes(result);
+      int64_t offset = arena.allocate(bytes);
+      offsets.push_back(offset);
+      sizes.push_back(bytes);
+      auto [last, returned] = lastUse(result, i, position);
+      if (!returned)
+        dying.emplace(last, std::make_pair(offset, bytes));
+    }
+    if (annotate) {
+      op->setAttr("mt.offsets", b.getDenseI64ArrayAttr(offsets));
+      op->setAttr("mt.sizes", b.getDenseI64ArrayAttr(sizes));
+    }
+    auto [begin, end] = dying.equal_range(i);
+    for (auto it = begin; it != end; ++it)
+      arena.release(it->second.first, it->second.second);
+    dying.erase(begin, end);
+  }
+  return arena.size();
+}
+
+int64_t templateWorkspaceBytes(func::FuncOp function) { return layoutTemplate(function, false); }
 
 int64_t peakLiveBytes(llvm::ArrayRef<Operation *> ops) {
   llvm::DenseMap<Operation *, size_t> position;
@@ -48,15 +160,7 @@ int64_t peakLiveBytes(llvm::ArrayRef<Operation *> ops) {
     for (Value result : op->getResults()) {
       if (result.use_empty())
         continue;
-      size_t last = i;
-      bool returned = false;
-      for (Operation *user : result.getUsers()) {
-        auto it = position.find(user);
-        if (it == position.end())
-          returned = true;
-        else
-          last = std::max(last, it->second);
-      }
+      auto [last, returned] = lastUse(result, i, position);
       int64_t bytes = deviceBytes(result);
       live += bytes;
       if (!returned)
@@ -71,6 +175,7 @@ int64_t peakLiveBytes(llvm::ArrayRef<Operation *> ops) {
 BufferLiveness analyzeBuffers(func::FuncOp step) {
   BufferLiveness liveness;
   llvm::DenseMap<Operation *, size_t> position;
+  llvm::DenseMap<Operation *, int64_t> workspaces; // per template
   for (Operation &op : step.getBody().front()) {
     position[&op] = liveness.ops.size();
     liveness.ops.push_back(&op);
@@ -88,7 +193,9 @@ BufferLiveness analyzeBuffers(func::FuncOp step) {
     }
     if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
-      if (int64_t bytes = callee ? templateWorkspaceBytes(callee) : 0)
+      if (callee && !workspaces.count(callee))
+        workspaces[callee] = templateWorkspaceBytes(callee);
+      if (int64_t bytes = callee ? workspaces[callee] : 0)
         liveness.buffers.push_back({op, -1, bytes, i, i});
     }
   }

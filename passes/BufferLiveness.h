@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <cstdint>
+#include <map>
 #include <vector>
 
 namespace mt {
@@ -34,7 +36,26 @@ bool producesDeviceValues(mlir::Operation *op);
 /// to its last use among `ops`; one used after them (returned) stays to the end.
 int64_t peakLiveBytes(llvm::ArrayRef<mlir::Operation *> ops);
 
-/// The peak bytes of a template's intermediates (its ops but constants).
+/// Free ranges of a device arena, kept merged, each placement 256-byte aligned; first fit,
+/// and the arena grows at its end when nothing fits.
+class DeviceArena {
+public:
+  int64_t allocate(int64_t bytes);
+  void release(int64_t offset, int64_t bytes);
+  int64_t size() const { return top; }
+
+private:
+  std::map<int64_t, int64_t> free;
+  int64_t top = 0;
+};
+
+/// Places a template's intermediates (its ops but constants) in a workspace of their own,
+/// each from its op to its last use (returned ones to the end), and returns the
+/// workspace's bytes. With `annotate`, sets mt.offsets/mt.sizes on the ops, relative to the
+/// workspace, as mt-assign-buffers does on the step.
+int64_t layoutTemplate(mlir::func::FuncOp function, bool annotate);
+
+/// The workspace a call of `function` needs: layoutTemplate's bytes.
 int64_t templateWorkspaceBytes(mlir::func::FuncOp function);
 
 } // namespace mt

@@ -165,19 +165,20 @@ public:
         if (auto waits = op.getAttrOfType<DenseI64ArrayAttr>("mt.wait"))
           for (int64_t id : waits.asArrayRef())
             command.add_waits(id);
-        auto offsets = op.getAttrOfType<DenseI64ArrayAttr>("mt.offsets");
-        auto sizes = op.getAttrOfType<DenseI64ArrayAttr>("mt.sizes");
-        if (offsets && sizes)
-          for (auto [result, offset, size] :
-               llvm::zip(op.getResults(), offsets.asArrayRef(), sizes.asArrayRef()))
-            if (llvm::isa<RankedTensorType>(result.getType())) {
-              command.add_offsets(offset);
-              command.add_result_bytes(size);
-            }
-        if (auto workspace = op.getAttrOfType<DenseI64ArrayAttr>("mt.workspace")) {
-          command.set_workspace_offset(workspace[0]);
-          command.set_workspace_bytes(workspace[1]);
-        }
+      }
+      // Device placement: the step's arena, or a call's workspace inside a template.
+      auto offsets = op.getAttrOfType<DenseI64ArrayAttr>("mt.offsets");
+      auto sizes = op.getAttrOfType<DenseI64ArrayAttr>("mt.sizes");
+      if (offsets && sizes)
+        for (auto [result, offset, size] :
+             llvm::zip(op.getResults(), offsets.asArrayRef(), sizes.asArrayRef()))
+          if (llvm::isa<RankedTensorType>(result.getType())) {
+            command.add_offsets(offset);
+            command.add_result_bytes(size);
+          }
+      if (auto workspace = op.getAttrOfType<DenseI64ArrayAttr>("mt.workspace")) {
+        command.set_workspace_offset(workspace[0]);
+        command.set_workspace_bytes(workspace[1]);
       }
       if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
         command.set_op("mt.call");

@@ -374,6 +374,9 @@ bool writePlan(ModuleOp module, const StepEstimate &step) {
     return false;
   plan.set_micro_batches(microBatches);
   plan.set_accumulation(step.accumulation);
+  plan.set_model_flops(step.flopsPerStep);
+  plan.set_recompute_interval(step.recomputeInterval);
+  plan.set_predicted_step_seconds(step.predictedStepSeconds);
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
   if (!output) {
