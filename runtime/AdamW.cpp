@@ -23,19 +23,28 @@ double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps)
   return config.min_lr() + 0.5 * (config.lr() - config.min_lr()) * (1 + std::cos(M_PI * progress));
 }
 
-double clipGradients(std::vector<std::vector<float>> &gradients, double maxNorm) {
+double clipGradients(const std::vector<float *> &gradients, const std::vector<int64_t> &counts,
+                     double maxNorm) {
   double sum = 0;
-  for (const std::vector<float> &g : gradients)
-    for (float x : g)
-      sum += static_cast<double>(x) * x;
+  for (size_t p = 0; p < gradients.size(); ++p)
+    for (int64_t i = 0; i < counts[p]; ++i)
+      sum += static_cast<double>(gradients[p][i]) * gradients[p][i];
   double norm = std::sqrt(sum);
   if (maxNorm > 0 && norm > maxNorm) {
     float scale = static_cast<float>(maxNorm / (norm + 1e-6));
-    for (std::vector<float> &g : gradients)
-      for (float &x : g)
-        x *= scale;
+    for (size_t p = 0; p < gradients.size(); ++p)
+      for (int64_t i = 0; i < counts[p]; ++i)
+        gradients[p][i] *= scale;
   }
   return norm;
+}
+
+uint16_t toBfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40); // a quiet NaN stays one
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
 }
 
 namespace {
@@ -52,14 +61,6 @@ struct AdamWStep {
         correction2Sqrt(static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2(), step)))),
         eps(config.eps()) {}
 };
-
-uint16_t toBfloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((bits >> 16) | 0x40); // a quiet NaN stays one
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
-}
 
 /// The same fp32 operations in the same order as torch's single-tensor AdamW.
 void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const float *grad,

@@ -16,7 +16,11 @@ double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps)
 
 /// Scales the gradients so that their global L2 norm is at most `maxNorm` (torch's
 /// clip_grad_norm_); returns the norm before clipping. maxNorm <= 0 only measures.
-double clipGradients(std::vector<std::vector<float>> &gradients, double maxNorm);
+double clipGradients(const std::vector<float *> &gradients, const std::vector<int64_t> &counts,
+                     double maxNorm);
+
+/// `value` rounded to bfloat16 (nearest even; NaN stays NaN): the copy the device streams.
+uint16_t toBfloat16(float value);
 
 /// The vector unit adamwUpdate uses on this CPU: "avx512", "avx2" or "scalar".
 const char *adamwVectorUnit();

@@ -1,6 +1,7 @@
 // Host state: the per-layer layout, initial weights from plan files or a seeded random draw.
 #include "runtime/HostState.h"
 
+#include "runtime/AdamW.h"
 #include "runtime/PlanLoader.h"
 
 #include <algorithm>
@@ -127,6 +128,13 @@ void HostState::initializeRandomly(uint64_t seed) {
     for (int64_t i = 0; i < parameters[p].count; ++i)
       parameters[p].master[i] = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
   }
+}
+
+void HostState::refreshStreamCopies() {
+  for (ParameterState &parameter : parameters)
+    if (parameter.streamCopy)
+      for (int64_t i = 0; i < parameter.count; ++i)
+        parameter.streamCopy[i] = toBfloat16(parameter.master[i]);
 }
 
 } // namespace mt

@@ -42,6 +42,8 @@ public:
   /// Weights drawn from N(0, 0.02) for matrices, ones for vectors (norm weights) except
   /// biases (names ending in "bias"), which start at zero.
   void initializeRandomly(uint64_t seed);
+  /// Rounds every master into its bf16 copy (AdamW keeps them current after that).
+  void refreshStreamCopies();
 
   const plan::Plan &plan;
   std::vector<ParameterState> parameters; // in the plan's parameter order

@@ -4,6 +4,8 @@
 #ifndef MT_RUNTIME_HOST_KERNELSUPPORT_H
 #define MT_RUNTIME_HOST_KERNELSUPPORT_H
 
+#include "runtime/Broadcast.h"
+#include "runtime/CommandView.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/host/Kernels.h"
 
@@ -32,24 +34,17 @@ inline std::vector<int64_t> stridesOf(const Shape &shape) {
 }
 
 template <typename T>
-struct Args {
-  const plan::Command &command;
+struct Args : CommandView<KernelError> {
+  Args(const plan::Command &command, const std::vector<const HostTensor<T> *> &operands,
+       const std::vector<HostTensor<T> *> &results)
+      : CommandView<KernelError>{command}, operands(operands), results(results) {}
+
   const std::vector<const HostTensor<T> *> &operands;
   const std::vector<HostTensor<T> *> &results;
 
-  [[noreturn]] void fail(const std::string &message) const {
-    std::string where = command.location().empty() ? "" : " at " + command.location();
-    throw KernelError(command.op() + where + ": " + message);
-  }
-
   void expectCounts(size_t minOperands, size_t maxOperands, size_t resultCount) const {
-    if (operands.size() < minOperands || operands.size() > maxOperands)
-      fail("takes " + std::to_string(minOperands) +
-           (maxOperands != minOperands ? " to " + std::to_string(maxOperands) : "") +
-           " operands, got " + std::to_string(operands.size()));
-    if (results.size() != resultCount)
-      fail("has " + std::to_string(resultCount) + " results, got " +
-           std::to_string(results.size()));
+    CommandView::expectCounts(operands.size(), minOperands, maxOperands, resultCount,
+                              results.size());
     for (size_t i = 0; i < operands.size(); ++i) {
       const HostTensor<T> &t = *operands[i];
       size_t stored = t.isFloat ? t.reals.size() : t.ints.size();
@@ -84,65 +79,11 @@ struct Args {
     return out(result).reals;
   }
 
-  const plan::Attribute *find(const char *name) const {
-    auto it = command.attributes().find(name);
-    return it == command.attributes().end() ? nullptr : &it->second;
-  }
-  const plan::Attribute &require(const char *name, plan::Attribute::ValueCase kind,
-                                 const char *what) const {
-    const plan::Attribute *attribute = find(name);
-    if (!attribute)
-      fail(std::string("missing attribute '") + name + "'");
-    if (attribute->value_case() != kind)
-      fail(std::string("attribute '") + name + "' must be " + what);
-    return *attribute;
-  }
-  int64_t attrInt(const char *name) const {
-    return require(name, plan::Attribute::kI, "an integer").i();
-  }
-  double attrFloat(const char *name) const {
-    const plan::Attribute *attribute = find(name);
-    if (attribute && attribute->value_case() == plan::Attribute::kI)
-      return static_cast<double>(attribute->i());
-    return require(name, plan::Attribute::kF, "a number").f();
-  }
-  std::string attrString(const char *name, const std::string &fallback) const {
-    return find(name) ? require(name, plan::Attribute::kS, "a string").s() : fallback;
-  }
-  std::vector<int64_t> attrInts(const char *name) const {
-    const auto &values = require(name, plan::Attribute::kInts, "an integer list").ints().values();
-    return {values.begin(), values.end()};
-  }
-  bool flag(const char *name) const {
-    const plan::Attribute *attribute = find(name);
-    return attribute && attribute->value_case() == plan::Attribute::kFlag && attribute->flag();
-  }
-
-  /// An axis attribute normalized against `rank` (negative counts from the back).
-  int64_t axis(const char *name, size_t rank) const {
-    int64_t axis = attrInt(name);
-    int64_t r = static_cast<int64_t>(rank);
-    if (axis < -r || axis >= std::max<int64_t>(r, 1))
-      fail(std::string("attribute '") + name + "' = " + std::to_string(axis) +
-           " is out of range for rank " + std::to_string(rank));
-    return axis < 0 ? axis + r : axis;
-  }
-
   /// The strides of `shape` read as `target` under numpy broadcasting: 0 on broadcast axes.
   std::vector<int64_t> broadcastStrides(const Shape &shape, const Shape &target) const {
-    if (shape.size() > target.size())
-      fail("cannot broadcast rank " + std::to_string(shape.size()) + " to rank " +
-           std::to_string(target.size()));
-    std::vector<int64_t> own = stridesOf(shape);
-    std::vector<int64_t> strides(target.size(), 0);
-    size_t lead = target.size() - shape.size();
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == target[lead + d])
-        strides[lead + d] = shape[d] == 1 ? 0 : own[d];
-      else if (shape[d] != 1)
-        fail("cannot broadcast axis " + std::to_string(d) + " of size " +
-             std::to_string(shape[d]) + " to " + std::to_string(target[lead + d]));
-    }
+    std::vector<int64_t> strides;
+    if (std::string error = mt::broadcastStrides(shape, target, strides); !error.empty())
+      fail(error);
     return strides;
   }
 };

@@ -1,0 +1,437 @@
+// The CUDA backend's executor. Commands are issued in plan order, each on its stream after
+// the events it waits for; a wait captures the latest record of its event at issue time,
+// which in plan order is the record the schedule meant.
+#include "runtime/cuda/Executor.h"
+
+#include "runtime/PlanLoader.h"
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/TensorCopy.h"
+#include "runtime/cuda/kernels/KernelArgs.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace mt::cuda {
+
+namespace {
+
+constexpr int64_t kAlignment = 256;
+constexpr int64_t kPage = 4096;
+
+int64_t alignUp(int64_t bytes, int64_t to) { return (bytes + to - 1) / to * to; }
+
+int64_t elementsOf(const plan::TensorType &type) {
+  int64_t n = 1;
+  for (int64_t d : type.shape())
+    n *= d;
+  return n;
+}
+
+/// How the plan stores a value of `type` in `bytes` of device memory: reals are bf16 unless
+/// the plan gave them four bytes an element; integers keep their width.
+Storage storageFor(const plan::TensorType &type, int64_t bytes) {
+  switch (type.dtype()) {
+  case plan::I64: return Storage::I64;
+  case plan::I32: return Storage::I32;
+  case plan::BOOL: case plan::I8: return Storage::U8;
+  default: return bytes == 4 * elementsOf(type) && bytes > 0 ? Storage::F32 : Storage::BF16;
+  }
+}
+
+DeviceTensor tensorOf(const plan::TensorType &type, Storage storage, void *data) {
+  DeviceTensor tensor;
+  tensor.shape.assign(type.shape().begin(), type.shape().end());
+  tensor.storage = storage;
+  tensor.data = data;
+  return tensor;
+}
+
+/// Constants are fp32 (reals) or their integer width; `out` receives the encoded bytes.
+Storage encodeConstant(const plan::Value &value, std::string &out) {
+  const plan::TensorType &type = value.type();
+  int64_t n = elementsOf(type), width = bytesPerElement(type.dtype());
+  if (static_cast<int64_t>(value.constant().size()) != n * width)
+    throw CudaError("a constant of " + std::to_string(n) + " elements holds " +
+                    std::to_string(value.constant().size()) + " bytes");
+  Storage storage = isFloatDType(type.dtype()) ? Storage::F32 : storageFor(type, 0);
+  out.assign(n * widthOf(storage), '\0');
+  for (int64_t i = 0; i < n; ++i) {
+    const char *at = value.constant().data() + i * width;
+    char *to = out.data() + i * widthOf(storage);
+    if (storage == Storage::F32) {
+      float x = static_cast<float>(decodeReal(at, type.dtype()));
+      std::memcpy(to, &x, 4);
+    } else {
+      int64_t x = decodeInteger(at, type.dtype());
+      std::memcpy(to, &x, widthOf(storage)); // little-endian: the low bytes
+    }
+  }
+  return storage;
+}
+
+struct HostBlockFree {
+  void operator()(char *block) const { std::free(block); }
+};
+
+} // namespace
+
+/// A program's values: a device tensor per value, with `offset` from the program's base
+/// (the arena for the step, a call's workspace for a template) where the plan placed it.
+struct Executor::Program {
+  std::vector<DeviceTensor> values;
+  std::vector<int64_t> offsets;      // per value, -1 when data is absolute
+  std::vector<int64_t> workspace;    // per command: a call's workspace offset
+};
+
+Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions options)
+    : plan(plan), state(state), options(options) {
+  const plan::Program &stepProgram = plan.step();
+  if (stepProgram.commands_size() == 0 || stepProgram.commands(0).stream().empty())
+    throw CudaError("the CUDA backend runs scheduled plans; compile with mtc -o PLAN.mtp "
+                    "(scheduling is on by default)");
+  for (const ParameterState &parameter : state.parameters)
+    if (!parameter.streamCopy)
+      throw CudaError("the host state keeps no bf16 copies for the device to stream");
+
+  // Constants of the step and of every template go to one pool, uploaded once.
+  std::string constants;
+  std::vector<std::pair<const plan::Program *, int>> constantValues;
+  std::vector<int64_t> constantOffsets;
+  std::vector<Storage> constantStorage;
+  auto gatherConstants = [&](const plan::Program &program) {
+    for (int id = 0; id < program.values_size(); ++id)
+      if (program.values(id).has_constant()) {
+        std::string bytes;
+        constantStorage.push_back(encodeConstant(program.values(id), bytes));
+        constantOffsets.push_back(static_cast<int64_t>(constants.size()));
+        constantValues.emplace_back(&program, id);
+        constants += bytes;
+        constants.resize(alignUp(constants.size(), kAlignment));
+      }
+  };
+  gatherConstants(stepProgram);
+  for (const plan::Template &layer : plan.templates())
+    gatherConstants(layer.body());
+
+  // Serialized runs give every result and workspace bytes of their own.
+  int64_t arenaBytes = plan.arena_bytes();
+  std::vector<std::vector<int64_t>> ownOffsets(stepProgram.commands_size());
+  std::vector<int64_t> ownWorkspace(stepProgram.commands_size(), 0);
+  if (options.serialize) {
+    int64_t top = 0;
+    for (int c = 0; c < stepProgram.commands_size(); ++c) {
+      const plan::Command &command = stepProgram.commands(c);
+      for (int r = 0; r < command.offsets_size(); ++r) {
+        ownOffsets[c].push_back(command.offsets(r) < 0 ? -1 : top);
+        if (command.offsets(r) >= 0)
+          top += alignUp(command.result_bytes(r), kAlignment);
+      }
+      ownWorkspace[c] = top;
+      top += alignUp(command.workspace_bytes(), kAlignment);
+    }
+    arenaBytes = top;
+  }
+
+  int64_t inputBytes = 0;
+  for (const plan::Input &input : stepProgram.inputs())
+    inputBytes += alignUp(elementsOf(stepProgram.values(input.value()).type()) * 8, kAlignment);
+
+  size_t freeBytes = 0, totalBytes = 0;
+  MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  int64_t needed = arenaBytes + static_cast<int64_t>(constants.size()) + inputBytes;
+  if (needed > static_cast<int64_t>(freeBytes))
+    throw CudaError("the plan needs " + std::to_string(needed) + " bytes of device memory (arena " +
+                    std::to_string(arenaBytes) + ") but the device has " +
+                    std::to_string(freeBytes) + " free; compile with --device-memory");
+
+  blas = std::make_unique<CublasLt>();
+  deviceMemory.blasWorkspace = 64 << 20;
+  MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&arena), std::max<int64_t>(arenaBytes, 1)));
+  deviceMemory.arena = arenaBytes;
+  MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&constantPool),
+                           std::max<size_t>(constants.size(), 1)));
+  MT_CUDA_CHECK(cudaMemcpy(constantPool, constants.data(), constants.size(),
+                           cudaMemcpyHostToDevice));
+  deviceMemory.constants = static_cast<int64_t>(constants.size());
+  MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&inputPool), std::max<int64_t>(inputBytes, 1)));
+  deviceMemory.inputs = inputBytes;
+
+  auto bindProgram = [&](const plan::Program &program, bool isStep) {
+    auto bound = std::make_unique<Program>();
+    bound->values.resize(program.values_size());
+    bound->offsets.assign(program.values_size(), -1);
+    bound->workspace.assign(program.commands_size(), 0);
+    for (int id = 0; id < program.values_size(); ++id)
+      bound->values[id].shape.assign(program.values(id).type().shape().begin(),
+                                     program.values(id).type().shape().end());
+    for (size_t k = 0; k < constantValues.size(); ++k)
+      if (constantValues[k].first == &program) {
+        int id = constantValues[k].second;
+        bound->values[id] = tensorOf(program.values(id).type(), constantStorage[k],
+                                     constantPool + constantOffsets[k]);
+      }
+    for (int c = 0; c < program.commands_size(); ++c) {
+      const plan::Command &command = program.commands(c);
+      bound->workspace[c] = isStep && options.serialize ? ownWorkspace[c]
+                                                        : command.workspace_offset();
+      bool offload = command.op() == "mt.offload";
+      if (!offload && command.offsets_size() != command.results_size())
+        throw CudaError(command.op() + " at " + command.location() +
+                        " has no device offsets; recompile the plan with this mtc");
+      for (int r = 0; r < command.results_size(); ++r) {
+        int id = command.results(r);
+        const plan::TensorType &type = program.values(id).type();
+        if (offload)
+          continue; // bound below, once the host block exists
+        int64_t offset = isStep && options.serialize ? ownOffsets[c][r] : command.offsets(r);
+        int64_t bytes = command.result_bytes(r);
+        bound->values[id] = tensorOf(type, storageFor(type, bytes), nullptr);
+        bound->offsets[id] = offset;
+      }
+    }
+    return bound;
+  };
+  step = bindProgram(stepProgram, true);
+  for (const plan::Template &layer : plan.templates())
+    templates.push_back(bindProgram(layer.body(), false));
+
+  // Offloaded values keep their device storage in one page-aligned host block, pinned
+  // with the host state.
+  int64_t hostBytes = 0;
+  std::vector<int64_t> hostOffsets(stepProgram.values_size(), -1);
+  for (const plan::Command &command : stepProgram.commands())
+    if (command.op() == "mt.offload")
+      for (int r = 0; r < command.results_size(); ++r) {
+        hostOffsets[command.results(r)] = hostBytes;
+        hostBytes += alignUp(step->values[command.operands(r)].bytes(), kAlignment);
+      }
+  hostPool = static_cast<char *>(std::aligned_alloc(kPage, alignUp(std::max<int64_t>(hostBytes, 1), kPage)));
+  if (!hostPool)
+    throw CudaError("cannot allocate " + std::to_string(hostBytes) +
+                    " bytes of host memory for offloaded checkpoints and gradients");
+  for (const plan::Command &command : stepProgram.commands())
+    if (command.op() == "mt.offload")
+      for (int r = 0; r < command.results_size(); ++r) {
+        const DeviceTensor &from = step->values[command.operands(r)];
+        int id = command.results(r);
+        step->values[id] = from;
+        step->values[id].data = hostPool + hostOffsets[id];
+      }
+  for (int id = 0; id < stepProgram.values_size(); ++id)
+    if (step->offsets[id] >= 0)
+      step->values[id].data = arena + step->offsets[id];
+
+  int64_t inputAt = 0;
+  for (const plan::Input &input : stepProgram.inputs()) {
+    const plan::TensorType &type = stepProgram.values(input.value()).type();
+    step->values[input.value()] = tensorOf(type, Storage::I64, inputPool + inputAt);
+    inputAt += alignUp(elementsOf(type) * 8, kAlignment);
+  }
+
+  for (int p = 0; p < stepProgram.gradients_size(); ++p) {
+    int id = stepProgram.gradients(p);
+    const DeviceTensor &gradient = step->values.at(id);
+    if (hostOffsets[id] < 0 || gradient.storage != Storage::F32)
+      throw CudaError("the gradient of " + plan.parameters(p).name() +
+                      " is not offloaded to the host in fp32; recompile the plan with this mtc");
+    gradients.push_back(reinterpret_cast<float *>(gradient.data));
+  }
+  for (const plan::Command &command : stepProgram.commands())
+    if (command.op() != "mt.prefetch")
+      for (int id : command.operands())
+        if (stepProgram.values(id).has_parameter())
+          throw CudaError(command.op() + " at " + command.location() + " reads parameter " +
+                          plan.parameters(stepProgram.values(id).parameter()).name() +
+                          " without a prefetch");
+
+  std::vector<PinnedMemory::Region> regions;
+  for (const LayerBlock &block : state.blocks)
+    regions.push_back({block.begin, static_cast<size_t>(block.bytes)});
+  if (hostBytes > 0)
+    regions.push_back({hostPool, static_cast<size_t>(alignUp(hostBytes, kPage))});
+  pinned = std::make_unique<PinnedMemory>(regions);
+
+  for (cudaStream_t &stream : streams)
+    MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  events.resize(std::max(plan.events(), 0));
+  for (cudaEvent_t &event : events)
+    MT_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  int timers = 4 + (options.timeCommands ? 2 * stepProgram.commands_size() : 0);
+  timing.resize(timers);
+  for (cudaEvent_t &event : timing)
+    MT_CUDA_CHECK(cudaEventCreate(&event));
+}
+
+Executor::~Executor() {
+  cudaDeviceSynchronize();
+  pinned.reset();
+  for (cudaEvent_t event : events)
+    cudaEventDestroy(event);
+  for (cudaEvent_t event : timing)
+    cudaEventDestroy(event);
+  for (cudaStream_t stream : streams)
+    if (stream)
+      cudaStreamDestroy(stream);
+  cudaFree(arena);
+  cudaFree(constantPool);
+  cudaFree(inputPool);
+  std::free(hostPool);
+}
+
+cudaStream_t Executor::streamOf(const plan::Command &command, int *index) const {
+  static const char *names[3] = {"h2d", "compute", "d2h"};
+  for (int s = 0; s < 3; ++s)
+    if (command.stream() == names[s]) {
+      *index = s;
+      return options.serialize ? streams[1] : streams[s];
+    }
+  throw CudaError(command.op() + " at " + command.location() + " names stream '" +
+                  command.stream() + "'; expected h2d, compute or d2h");
+}
+
+void Executor::runCommand(const plan::Command &command, const std::vector<DeviceTensor> &values,
+                          std::vector<DeviceTensor> &results, cudaStream_t stream) {
+  std::vector<DeviceTensor> operands;
+  for (int id : command.operands())
+    operands.push_back(values[id]);
+  scratch.reset();
+  runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, scratch));
+}
+
+void Executor::runTemplate(int index, const std::vector<DeviceTensor> &arguments,
+                           char *workspace, const std::vector<DeviceTensor> &results,
+                           cudaStream_t stream) {
+  const plan::Template &layer = plan.templates(index);
+  const Program &bound = *templates.at(index);
+  const plan::Program &body = layer.body();
+  std::vector<DeviceTensor> values = bound.values;
+  for (int id = 0; id < body.values_size(); ++id) {
+    if (bound.offsets[id] >= 0)
+      values[id].data = workspace + bound.offsets[id];
+    else if (body.values(id).has_input()) {
+      const DeviceTensor &argument = arguments.at(body.values(id).input());
+      if (argument.size() != values[id].size())
+        throw CudaError("template " + layer.name() + " gets " + std::to_string(argument.size()) +
+                        " elements for an argument of " + std::to_string(values[id].size()));
+      values[id].data = argument.data;
+      values[id].storage = argument.storage;
+    }
+  }
+  for (const plan::Command &command : body.commands()) {
+    std::vector<DeviceTensor> outputs;
+    for (int id : command.results())
+      outputs.push_back(values[id]);
+    runCommand(command, values, outputs, stream);
+  }
+  for (int r = 0; r < layer.results_size(); ++r)
+    copyTensor(values[layer.results(r)], results.at(r), stream);
+}
+
+StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &inputs) {
+  const plan::Program &program = plan.step();
+  for (const plan::Input &input : program.inputs()) {
+    const DeviceTensor &slot = step->values[input.value()];
+    auto it = inputs.find(input.name());
+    if (it == inputs.end() || static_cast<int64_t>(it->second.size()) != slot.size())
+      throw CudaError("the step needs input '" + input.name() + "' of " +
+                      std::to_string(slot.size()) + " tokens");
+    MT_CUDA_CHECK(cudaMemcpy(slot.data, it->second.data(), slot.bytes(), cudaMemcpyHostToDevice));
+  }
+
+  StepMeasures measures;
+  // Every stream starts at `begin`, so that command times share one origin.
+  MT_CUDA_CHECK(cudaEventRecord(timing[0], streams[1]));
+  MT_CUDA_CHECK(cudaStreamWaitEvent(streams[0], timing[0]));
+  MT_CUDA_CHECK(cudaStreamWaitEvent(streams[2], timing[0]));
+  std::vector<DeviceTensor> values = step->values;
+  for (int c = 0; c < program.commands_size(); ++c) {
+    const plan::Command &command = program.commands(c);
+    int streamIndex = 0;
+    cudaStream_t stream = streamOf(command, &streamIndex);
+    if (!options.serialize)
+      for (int event : command.waits())
+        MT_CUDA_CHECK(cudaStreamWaitEvent(stream, events.at(event)));
+    if (options.timeCommands)
+      MT_CUDA_CHECK(cudaEventRecord(timing[4 + 2 * c], stream));
+    std::vector<DeviceTensor> results;
+    for (int id : command.results())
+      results.push_back(values[id]);
+    if (command.op() == "mt.prefetch") {
+      for (int r = 0; r < command.results_size(); ++r) {
+        const plan::Value &source = program.values(command.operands(r));
+        const DeviceTensor &to = results[r];
+        void *from = values[command.operands(r)].data;
+        if (source.has_parameter()) {
+          const ParameterState &parameter = state.parameters.at(source.parameter());
+          from = to.storage == Storage::F32 ? static_cast<void *>(parameter.master)
+                                            : static_cast<void *>(parameter.streamCopy);
+          if (parameter.count != to.size())
+            throw CudaError("prefetch of " + plan.parameters(source.parameter()).name() +
+                            ": the slot holds " + std::to_string(to.size()) + " elements");
+        }
+        pinned->copy(to.data, from, to.bytes(), cudaMemcpyHostToDevice, stream);
+        measures.copiedBytes[0] += to.bytes();
+      }
+    } else if (command.op() == "mt.offload") {
+      for (int r = 0; r < command.results_size(); ++r) {
+        const DeviceTensor &from = values[command.operands(r)];
+        pinned->copy(from.data, results[r].data, from.bytes(), cudaMemcpyDeviceToHost, stream);
+        measures.copiedBytes[1] += from.bytes();
+      }
+    } else if (command.op() == "mt.call") {
+      std::vector<DeviceTensor> arguments;
+      for (int id : command.operands())
+        arguments.push_back(values[id]);
+      int64_t workspace = step->workspace[c];
+      runTemplate(static_cast<int>(command.attributes().at("template").i()), arguments,
+                  arena + workspace, results, stream);
+    } else {
+      runCommand(command, values, results, stream);
+    }
+    if (options.timeCommands)
+      MT_CUDA_CHECK(cudaEventRecord(timing[5 + 2 * c], stream));
+    if (command.record() >= 0 && !options.serialize)
+      MT_CUDA_CHECK(cudaEventRecord(events.at(command.record()), stream));
+  }
+  for (int s = 0; s < 3; ++s)
+    MT_CUDA_CHECK(cudaEventRecord(timing[1 + s], streams[s]));
+  for (cudaStream_t stream : streams)
+    MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  scratch.reset();
+  deviceMemory.scratch = static_cast<int64_t>(scratch.capacity());
+
+  for (int s = 0; s < 3; ++s) {
+    float ms = 0;
+    MT_CUDA_CHECK(cudaEventElapsedTime(&ms, timing[0], timing[1 + s]));
+    measures.ms = std::max<double>(measures.ms, ms);
+  }
+  if (options.timeCommands)
+    for (int c = 0; c < program.commands_size(); ++c) {
+      CommandTiming timed{c, 0, 0, 0};
+      streamOf(program.commands(c), &timed.stream);
+      MT_CUDA_CHECK(cudaEventElapsedTime(&timed.start, timing[0], timing[4 + 2 * c]));
+      MT_CUDA_CHECK(cudaEventElapsedTime(&timed.end, timing[0], timing[5 + 2 * c]));
+      measures.busyMs[timed.stream] += timed.end - timed.start;
+      measures.commands.push_back(timed);
+    }
+
+  const DeviceTensor &loss = values[program.loss()];
+  if (loss.size() != 1)
+    throw CudaError("the loss has " + std::to_string(loss.size()) + " elements");
+  if (loss.storage == Storage::F32) {
+    float x = 0;
+    MT_CUDA_CHECK(cudaMemcpy(&x, loss.data, 4, cudaMemcpyDeviceToHost));
+    measures.loss = x;
+  } else {
+    uint16_t bits = 0;
+    MT_CUDA_CHECK(cudaMemcpy(&bits, loss.data, 2, cudaMemcpyDeviceToHost));
+    uint32_t wide = static_cast<uint32_t>(bits) << 16;
+    float x;
+    std::memcpy(&x, &wide, 4);
+    measures.loss = x;
+  }
+  return measures;
+}
+
+} // namespace mt::cuda

@@ -1,0 +1,100 @@
+// Runs a scheduled plan's step on one GPU: the plan's three streams and events, its arena
+// offsets, weights streamed from the pinned host state, checkpoints and gradients offloaded
+// to pinned host buffers. The host backend (runtime/host) is its reference.
+#ifndef MT_RUNTIME_CUDA_EXECUTOR_H
+#define MT_RUNTIME_CUDA_EXECUTOR_H
+
+#include "plan/plan.pb.h"
+#include "runtime/HostState.h"
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/DeviceTensor.h"
+#include "runtime/cuda/PinnedMemory.h"
+#include "runtime/cuda/Scratch.h"
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mt::cuda {
+
+struct ExecutorOptions {
+  /// Debug: every command on one stream in plan order, and every buffer its own memory (no
+  /// reuse), so that a result that differs from the scheduled run points at the schedule.
+  bool serialize = false;
+  /// Record a CUDA event pair around every command, for per-stream busy time and traces.
+  bool timeCommands = false;
+};
+
+/// One command as it ran: its stream, and start/end in ms from the step's start.
+struct CommandTiming {
+  int command;
+  int stream; // 0 h2d, 1 compute, 2 d2h
+  float start, end;
+};
+
+/// What the device measured of one step.
+struct StepMeasures {
+  double loss = 0;
+  double ms = 0;                     // first command to last, on the device
+  double busyMs[3] = {0, 0, 0};      // per stream (with timeCommands)
+  int64_t copiedBytes[2] = {0, 0};   // host to device, device to host
+  std::vector<CommandTiming> commands; // with timeCommands
+};
+
+/// Device memory the executor holds, by use.
+struct DeviceMemory {
+  int64_t arena = 0, scratch = 0, blasWorkspace = 0, constants = 0, inputs = 0;
+  int64_t total() const { return arena + scratch + blasWorkspace + constants + inputs; }
+};
+
+class Executor {
+public:
+  /// `state` must have bf16 stream copies (HostState(plan, true)) and outlive the executor.
+  /// Throws when the plan is not scheduled, or device memory is short (naming the bytes).
+  Executor(const plan::Plan &plan, HostState &state, ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Runs one step on the host state's current bf16 copies with the named token inputs
+  /// ("input_ids", "targets", their ".m" parts) and waits for it; the gradients are then in
+  /// gradient(p).
+  StepMeasures run(const std::map<std::string, std::vector<int64_t>> &inputs);
+
+  /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
+  float *gradient(int p) const { return gradients.at(p); }
+  const DeviceMemory &memory() const { return deviceMemory; }
+
+private:
+  struct Program;
+  /// A program's values as device tensors: results placed in `base` by their offsets.
+  void bind(const plan::Program &program, Program &bound, char *base);
+  void runCommand(const plan::Command &command, const std::vector<DeviceTensor> &values,
+                  std::vector<DeviceTensor> &results, cudaStream_t stream);
+  void runTemplate(int index, const std::vector<DeviceTensor> &arguments, char *workspace,
+                   const std::vector<DeviceTensor> &results, cudaStream_t stream);
+  cudaStream_t streamOf(const plan::Command &command, int *index) const;
+
+  const plan::Plan &plan;
+  HostState &state;
+  ExecutorOptions options;
+  std::unique_ptr<CublasLt> blas;
+  Scratch scratch;
+  cudaStream_t streams[3] = {nullptr, nullptr, nullptr};
+  std::vector<cudaEvent_t> events;
+  char *arena = nullptr, *constantPool = nullptr, *inputPool = nullptr;
+  char *hostPool = nullptr; // offloaded values (checkpoints, gradients), page-aligned
+  std::vector<cudaEvent_t> timing; // begin, three stream ends, then a pair per command
+  std::unique_ptr<PinnedMemory> pinned;
+  std::unique_ptr<Program> step;
+  std::vector<std::unique_ptr<Program>> templates;
+  std::vector<float *> gradients;
+  DeviceMemory deviceMemory;
+};
+
+} // namespace mt::cuda
+
+#endif // MT_RUNTIME_CUDA_EXECUTOR_H

@@ -1,0 +1,603 @@
+// The fused transformer kernels on the device: embedding lookup, rotary embedding and
+// grouped-query attention (flash-style, online softmax, O(T) memory), with the gradients.
+#include "runtime/cuda/kernels/Access.cuh"
+#include "runtime/cuda/kernels/KernelArgs.h"
+
+#include <math_constants.h>
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace mt::cuda {
+namespace {
+
+constexpr unsigned kAllLanes = 0xffffffffu;
+
+/// Grid-stride launches cap their blocks; every kernel loops over what remains.
+unsigned gridFor(int64_t n) { return std::min<unsigned>(blocksFor(n), 65535u * 8); }
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+// ---------------------------------------------------------------------------------------
+// mt.embedding
+
+/// out[i, c] = table[ids[i], c]. The runtime validates ids before upload; an id outside
+/// the table still yields a NaN row here rather than a read out of bounds.
+__global__ void embeddingRows(Ref table, Ref ids, Ref out, int64_t vocabulary, int64_t d,
+                              int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t row = e / d, id = loadInt(ids, row);
+    bool inside = id >= 0 && id < vocabulary;
+    storeReal(out, e, inside ? loadReal(table, id * d + (e - row * d)) : CUDART_NAN_F);
+  }
+}
+
+void embedding(const KernelArgs &args) {
+  args.expectCounts(2, 2, 1);
+  const std::vector<int64_t> &table = args.in(0).shape;
+  if (table.size() != 2)
+    args.fail("the table must have rank 2");
+  int64_t vocabulary = table[0], d = table[1];
+  int64_t count = args.integer(1).size();
+  if (args.out(0).size() != count * d)
+    args.fail("the result is not [..., " + std::to_string(d) + "] over the ids");
+  int64_t n = count * d;
+  if (n == 0)
+    return;
+  embeddingRows<<<gridFor(n), 256, 0, args.stream>>>(args.real(0).ref(), args.in(1).ref(),
+                                                     args.realResult(0).ref(), vocabulary, d, n);
+  checkLaunch(args);
+}
+
+// ---------------------------------------------------------------------------------------
+// mt.rope, mt.rope_grad
+
+constexpr int kMaxRopeRank = 8;
+
+/// The input's axes (collapsed where cos and sin step through them contiguously, so the
+/// usual [B, H, T, D] against [1, 1, T, D] walks two axes) with the offsets of cos and sin.
+struct RopeLayout {
+  int rank;
+  int64_t extent[kMaxRopeRank], cosStride[kMaxRopeRank], sinStride[kMaxRopeRank];
+  int64_t total, depth, half;
+  /// Distance in sin between an element and its rotate-half partner: the transposed
+  /// rotation reads sin at the partner's position.
+  int64_t sinStep;
+};
+
+/// mt.rope: x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x[D/2:], x[:D/2]).
+/// transposed (mt.rope_grad): g * cos + rotate_half^T(g * sin), where
+/// rotate_half^T(y) = concat(y[D/2:], -y[:D/2]).
+__global__ void rotate(Ref x, Ref cos, Ref sin, Ref out, RopeLayout layout, bool transposed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < layout.total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, cosAt = 0, sinAt = 0;
+#pragma unroll
+    for (int d = kMaxRopeRank - 1; d >= 0; --d)
+      if (d < layout.rank) {
+        int64_t index = rest % layout.extent[d];
+        rest /= layout.extent[d];
+        cosAt += index * layout.cosStride[d];
+        sinAt += index * layout.sinStride[d];
+      }
+    bool low = i % layout.depth < layout.half;
+    float rotated;
+    if (!transposed)
+      rotated = (low ? -loadReal(x, i + layout.half) : loadReal(x, i - layout.half)) *
+                loadReal(sin, sinAt);
+    else if (low)
+      rotated = loadReal(x, i + layout.half) * loadReal(sin, sinAt + layout.sinStep);
+    else
+      rotated = -loadReal(x, i - layout.half) * loadReal(sin, sinAt - layout.sinStep);
+    storeReal(out, i, loadReal(x, i) * loadReal(cos, cosAt) + rotated);
+  }
+}
+
+void rope(const KernelArgs &args, bool transposed) {
+  args.expectCounts(3, 3, 1);
+  const std::vector<int64_t> &shape = args.in(0).shape;
+  if (shape.empty() || shape.back() % 2 != 0)
+    args.fail("the last axis must exist and have an even size");
+  if (args.out(0).shape != shape)
+    args.fail("the result's shape differs from the input's");
+  std::vector<int64_t> cosStrides = args.broadcastStrides(args.in(1).shape, shape);
+  std::vector<int64_t> sinStrides = args.broadcastStrides(args.in(2).shape, shape);
+  const DeviceTensor &x = args.real(0), &cos = args.real(1), &sin = args.real(2);
+  const DeviceTensor &out = args.realResult(0);
+
+  RopeLayout layout{};
+  layout.total = product(shape);
+  layout.depth = shape.back();
+  layout.half = layout.depth / 2;
+  layout.sinStep = sinStrides.back() * layout.half;
+  if (layout.total == 0)
+    return;
+  // Collapse from the innermost axis out, dropping axes of size 1; built innermost first.
+  std::vector<int64_t> extent, cosStride, sinStride;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1)
+      continue;
+    if (!extent.empty() && cosStrides[d] == cosStride.back() * extent.back() &&
+        sinStrides[d] == sinStride.back() * extent.back()) {
+      extent.back() *= shape[d];
+      continue;
+    }
+    extent.push_back(shape[d]);
+    cosStride.push_back(cosStrides[d]);
+    sinStride.push_back(sinStrides[d]);
+  }
+  if (extent.size() > static_cast<size_t>(kMaxRopeRank))
+    args.fail("the input " + shapeText(shape) + " against cos and sin walks more than " +
+              std::to_string(kMaxRopeRank) + " axes");
+  layout.rank = static_cast<int>(extent.size());
+  for (int d = 0; d < layout.rank; ++d) {
+    int from = layout.rank - 1 - d;
+    layout.extent[d] = extent[from];
+    layout.cosStride[d] = cosStride[from];
+    layout.sinStride[d] = sinStride[from];
+  }
+  rotate<<<gridFor(layout.total), 256, 0, args.stream>>>(x.ref(), cos.ref(), sin.ref(),
+                                                         out.ref(), layout, transposed);
+  checkLaunch(args);
+}
+
+// ---------------------------------------------------------------------------------------
+// mt.attention, mt.attention_grad
+//
+// Each warp owns one row (a query row forward and for the query gradient, a key row for
+// the key and value gradients); the kWarps warps of a block own neighbouring rows of one
+// head and share the tiles of kTile rows of the other side that they stage, as fp32, in
+// shared memory. Within a tile each lane scores one staged row against the warp's own row
+// (held in shared memory), then the warp accumulates the tile's rows into per-lane
+// registers: lane l holds columns l, l + 32, ... of the row it builds, N of them. Only
+// [rows] statistics (logsumexp and delta) ever reach global memory, and every sum runs in a
+// fixed order, so results are deterministic.
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTile = 32;
+constexpr int kMaxDepth = 256;
+
+struct AttentionDims {
+  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
+  float scale;
+  bool causal;
+
+  /// Keys [0, visible) that query row `query` attends to. Causal aligns the first query
+  /// with the first key, as the host does: query i sees keys 0..i.
+  __host__ __device__ int64_t visible(int64_t query) const {
+    return causal && query + 1 < keys ? query + 1 : keys;
+  }
+};
+
+AttentionDims attentionDims(const KernelArgs &args) {
+  const auto &q = args.in(0).shape, &k = args.in(1).shape, &v = args.in(2).shape;
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
+    args.fail("query, key and value must have rank 4");
+  AttentionDims a{q[0], q[1], k[1], q[2], k[2], q[3], v[3],
+                  static_cast<float>(args.attrFloat("scale")), args.flag("causal")};
+  if (k[0] != a.batch || v[0] != a.batch || v[1] != a.kvHeads || v[2] != a.keys ||
+      k[3] != a.depth)
+    args.fail("key or value does not match the query's batch and depth");
+  if (a.kvHeads == 0 || a.queryHeads % a.kvHeads != 0)
+    args.fail(std::to_string(a.kvHeads) + " key/value heads do not divide " +
+              std::to_string(a.queryHeads) + " query heads");
+  return a;
+}
+
+__device__ __forceinline__ float warpMax(float x) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    x = fmaxf(x, __shfl_xor_sync(kAllLanes, x, offset));
+  return x;
+}
+
+/// A butterfly: every lane ends with the same bits, since each step adds pairs that are
+/// equal up to commutation.
+__device__ __forceinline__ float warpSum(float x) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    x += __shfl_xor_sync(kAllLanes, x, offset);
+  return x;
+}
+
+/// How many of a tile's `count` rows lie before `limit` (counted from the tile's start).
+__device__ __forceinline__ int rowsBefore(int64_t limit, int count) {
+  return limit <= 0 ? 0 : limit < count ? static_cast<int>(limit) : count;
+}
+
+/// Keys the last of the block's rows from `first` sees: the most any of its rows sees.
+__device__ __forceinline__ int64_t blockVisible(const AttentionDims &a, int64_t first) {
+  return a.visible((first + kWarps < a.queries ? first + kWarps : a.queries) - 1);
+}
+
+__device__ __forceinline__ float dot(const float *a, const float *b, int n) {
+  float sum = 0.0f;
+#pragma unroll 4
+  for (int c = 0; c < n; ++c)
+    sum += a[c] * b[c];
+  return sum;
+}
+
+/// Copies `count` rows of `width` reals starting at element `first` of `from` into shared
+/// rows `stride` floats apart, with all threads of the block.
+__device__ __forceinline__ void stageRows(float *to, int stride, Ref from, int64_t first,
+                                          int count, int width) {
+  for (int e = threadIdx.x; e < count * width; e += blockDim.x) {
+    int row = e / width;
+    to[row * stride + e - row * width] = loadReal(from, first + e);
+  }
+}
+
+/// Copies one row of `width` reals into shared memory with the lanes of a warp.
+__device__ __forceinline__ void loadRow(float *to, Ref from, int64_t first, int width, int lane) {
+  for (int c = lane; c < width; c += 32)
+    to[c] = loadReal(from, first + c);
+}
+
+/// The key/value head (over batch and heads) that query head `head` (over batch and
+/// heads) reads.
+__device__ __forceinline__ int64_t kvHeadOf(const AttentionDims &a, int64_t head) {
+  return head / a.queryHeads * a.kvHeads + head % a.queryHeads / (a.queryHeads / a.kvHeads);
+}
+
+/// One warp per query row: online softmax over the visible keys, out = sum_j p_j v_j.
+/// Shared: keys [kTile][depth + 1] (padded so that lanes scoring different keys hit
+/// different banks), values [kTile][valueDepth], the warps' query rows [kWarps][depth].
+template <int N>
+__global__ void __launch_bounds__(kThreads)
+    attentionForward(Ref q, Ref k, Ref v, Ref out, AttentionDims a) {
+  extern __shared__ float shared[];
+  const int depth = static_cast<int>(a.depth), valueDepth = static_cast<int>(a.valueDepth);
+  const int keyStride = depth + 1;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float *keys = shared, *values = keys + kTile * keyStride;
+  float *query = values + kTile * valueDepth + warp * depth;
+
+  int64_t rowBlocks = (a.queries + kWarps - 1) / kWarps;
+  int64_t head = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
+  int64_t row = first + warp;
+  bool active = row < a.queries;
+  int64_t kvFirst = kvHeadOf(a, head) * a.keys;
+  if (active)
+    loadRow(query, q, (head * a.queries + row) * depth, depth, lane);
+  int64_t visible = active ? a.visible(row) : 0, seen = blockVisible(a, first);
+
+  float runningMax = -CUDART_INF_F, total = 0.0f, acc[N] = {};
+  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
+    int count = rowsBefore(seen - t0, kTile);
+    __syncthreads(); // every warp is done with the previous tile
+    stageRows(keys, keyStride, k, (kvFirst + t0) * depth, count, depth);
+    stageRows(values, valueDepth, v, (kvFirst + t0) * valueDepth, count, valueDepth);
+    __syncthreads();
+    int mine = rowsBefore(visible - t0, count);
+    if (mine == 0)
+      continue;
+    float score = lane < mine ? dot(query, keys + lane * keyStride, depth) * a.scale
+                              : -CUDART_INF_F;
+    float next = fmaxf(runningMax, warpMax(score));
+    float correction = expf(runningMax - next);
+    float p = expf(score - next);
+    total = total * correction + warpSum(p);
+#pragma unroll
+    for (int r = 0; r < N; ++r)
+      acc[r] *= correction;
+    for (int j = 0; j < mine; ++j) {
+      float pj = __shfl_sync(kAllLanes, p, j);
+#pragma unroll
+      for (int r = 0; r < N; ++r) {
+        int c = lane + 32 * r;
+        if (c < valueDepth)
+          acc[r] += pj * values[j * valueDepth + c];
+      }
+    }
+    runningMax = next;
+  }
+  if (!active)
+    return;
+  int64_t base = (head * a.queries + row) * valueDepth;
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
+    int c = lane + 32 * r;
+    // No visible key (keys == 0) leaves the row zero, as on the host.
+    if (c < valueDepth)
+      storeReal(out, base + c, total > 0.0f ? acc[r] / total : 0.0f);
+  }
+}
+
+/// Gradient pass A, one warp per query row. The first sweep over the visible keys recomputes
+/// the row's logsumexp and delta = sum_j p_j (g . v_j) (online, like the forward); the
+/// second accumulates dq = scale * sum_j p_j (g . v_j - delta) k_j. lse and delta go to
+/// fp32 [batch * query heads * queries] for pass B.
+/// Shared: keys [kTile][depth + 1], values [kTile][valueDepth + 1] (both scored a row per
+/// lane, hence padded), then per warp its query row [depth] and grad row [valueDepth].
+template <int N>
+__global__ void __launch_bounds__(kThreads)
+    attentionQueryGrad(Ref q, Ref k, Ref v, Ref g, Ref dq, float *lse, float *delta,
+                       AttentionDims a) {
+  extern __shared__ float shared[];
+  const int depth = static_cast<int>(a.depth), valueDepth = static_cast<int>(a.valueDepth);
+  const int keyStride = depth + 1, valueStride = valueDepth + 1;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float *keys = shared, *values = keys + kTile * keyStride;
+  float *query = values + kTile * valueStride + warp * (depth + valueDepth);
+  float *grad = query + depth;
+
+  int64_t rowBlocks = (a.queries + kWarps - 1) / kWarps;
+  int64_t head = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
+  int64_t row = first + warp, at = head * a.queries + row;
+  bool active = row < a.queries;
+  int64_t kvFirst = kvHeadOf(a, head) * a.keys;
+  if (active) {
+    loadRow(query, q, at * depth, depth, lane);
+    loadRow(grad, g, at * valueDepth, valueDepth, lane);
+  }
+  int64_t visible = active ? a.visible(row) : 0, seen = blockVisible(a, first);
+
+  // Stages tile t0 and has each lane score its key: score = scale q.k_j and dp = g.v_j,
+  // for the `mine` keys of the tile that this warp's row sees (0: nothing to do).
+  struct Scored {
+    int mine;
+    float score, dp;
+  };
+  auto scoreTile = [&](int64_t t0) {
+    int count = rowsBefore(seen - t0, kTile);
+    __syncthreads();
+    stageRows(keys, keyStride, k, (kvFirst + t0) * depth, count, depth);
+    stageRows(values, valueStride, v, (kvFirst + t0) * valueDepth, count, valueDepth);
+    __syncthreads();
+    Scored s{rowsBefore(visible - t0, count), -CUDART_INF_F, 0.0f};
+    if (lane < s.mine) {
+      s.score = dot(query, keys + lane * keyStride, depth) * a.scale;
+      s.dp = dot(grad, values + lane * valueStride, valueDepth);
+    }
+    return s;
+  };
+
+  float runningMax = -CUDART_INF_F, total = 0.0f, weighted = 0.0f;
+  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
+    Scored s = scoreTile(t0);
+    if (s.mine == 0)
+      continue;
+    float next = fmaxf(runningMax, warpMax(s.score));
+    float correction = expf(runningMax - next);
+    float p = expf(s.score - next);
+    total = total * correction + warpSum(p);
+    weighted = weighted * correction + warpSum(p * s.dp);
+    runningMax = next;
+  }
+  float rowLse = runningMax + logf(total), rowDelta = weighted / total;
+  if (active && lane == 0) {
+    lse[at] = rowLse;
+    delta[at] = rowDelta;
+  }
+
+  float acc[N] = {};
+  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
+    Scored s = scoreTile(t0);
+    if (s.mine == 0)
+      continue;
+    float ds = lane < s.mine ? expf(s.score - rowLse) * (s.dp - rowDelta) * a.scale : 0.0f;
+    for (int j = 0; j < s.mine; ++j) {
+      float dsj = __shfl_sync(kAllLanes, ds, j);
+#pragma unroll
+      for (int r = 0; r < N; ++r) {
+        int c = lane + 32 * r;
+        if (c < depth)
+          acc[r] += dsj * keys[j * keyStride + c];
+      }
+    }
+  }
+  if (!active)
+    return;
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
+    int c = lane + 32 * r;
+    if (c < depth)
+      storeReal(dq, at * depth + c, acc[r]);
+  }
+}
+
+/// Gradient pass B, one warp per key row j of a key/value head: over the query heads of
+/// its group in order and the queries that see j (i >= j when causal) in order,
+/// dk_j = scale * sum p_ij (g_i . v_j - delta_i) q_i and dv_j = sum p_ij g_i, with
+/// p_ij = exp(scale q_i . k_j - lse_i). Summing the group's heads here is what keeps
+/// grouped-query gradients free of atomics.
+/// Shared: queries [kTile][depth + 1], grads [kTile][valueDepth + 1], their lse and delta
+/// [kTile] each, then per warp its key row [depth] and value row [valueDepth].
+template <int N>
+__global__ void __launch_bounds__(kThreads)
+    attentionKeyGrad(Ref q, Ref k, Ref v, Ref g, const float *lse, const float *delta, Ref dk,
+                     Ref dv, AttentionDims a) {
+  extern __shared__ float shared[];
+  const int depth = static_cast<int>(a.depth), valueDepth = static_cast<int>(a.valueDepth);
+  const int queryStride = depth + 1, gradStride = valueDepth + 1;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float *queries = shared, *grads = queries + kTile * queryStride;
+  float *tileLse = grads + kTile * gradStride, *tileDelta = tileLse + kTile;
+  float *key = tileDelta + kTile + warp * (depth + valueDepth);
+  float *value = key + depth;
+
+  int64_t rowBlocks = (a.keys + kWarps - 1) / kWarps;
+  int64_t kvHead = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
+  int64_t row = first + warp, at = kvHead * a.keys + row;
+  bool active = row < a.keys;
+  if (active) {
+    loadRow(key, k, at * depth, depth, lane);
+    loadRow(value, v, at * valueDepth, valueDepth, lane);
+  }
+  int64_t group = a.queryHeads / a.kvHeads;
+  int64_t firstHead = kvHead / a.kvHeads * a.queryHeads + kvHead % a.kvHeads * group;
+  // Under causal no query before the block's first key sees any of its keys.
+  int64_t start = a.causal ? first : 0;
+
+  float dkAcc[N] = {}, dvAcc[N] = {};
+  for (int64_t h = 0; h < group; ++h) {
+    int64_t queryFirst = (firstHead + h) * a.queries;
+    for (int64_t t0 = start; t0 < a.queries; t0 += kTile) {
+      int count = rowsBefore(a.queries - t0, kTile);
+      __syncthreads();
+      stageRows(queries, queryStride, q, (queryFirst + t0) * depth, count, depth);
+      stageRows(grads, gradStride, g, (queryFirst + t0) * valueDepth, count, valueDepth);
+      if (threadIdx.x < count) {
+        tileLse[threadIdx.x] = lse[queryFirst + t0 + threadIdx.x];
+        tileDelta[threadIdx.x] = delta[queryFirst + t0 + threadIdx.x];
+      }
+      __syncthreads();
+      // Query t0 + i sees key `row` unless causal and t0 + i < row.
+      int from = a.causal ? rowsBefore(row - t0, count) : 0;
+      if (!active)
+        from = count;
+      if (from == count)
+        continue;
+      float p = 0.0f, ds = 0.0f;
+      if (lane >= from && lane < count) {
+        float score = dot(queries + lane * queryStride, key, depth) * a.scale;
+        p = expf(score - tileLse[lane]);
+        float dp = dot(grads + lane * gradStride, value, valueDepth);
+        ds = p * (dp - tileDelta[lane]) * a.scale;
+      }
+      for (int i = from; i < count; ++i) {
+        float pi = __shfl_sync(kAllLanes, p, i), dsi = __shfl_sync(kAllLanes, ds, i);
+#pragma unroll
+        for (int r = 0; r < N; ++r) {
+          int c = lane + 32 * r;
+          if (c < depth)
+            dkAcc[r] += dsi * queries[i * queryStride + c];
+          if (c < valueDepth)
+            dvAcc[r] += pi * grads[i * gradStride + c];
+        }
+      }
+    }
+  }
+  if (!active)
+    return;
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
+    int c = lane + 32 * r;
+    if (c < depth)
+      storeReal(dk, at * depth + c, dkAcc[r]);
+    if (c < valueDepth)
+      storeReal(dv, at * valueDepth + c, dvAcc[r]);
+  }
+}
+
+/// Calls body(std::integral_constant<int, N>) with the fewest columns per lane N (1, 2, 4
+/// or 8) that hold both head depths.
+template <typename F>
+void withColumnsPerLane(const KernelArgs &args, const AttentionDims &a, F &&body) {
+  int64_t widest = std::max(a.depth, a.valueDepth);
+  if (widest <= 32)
+    body(std::integral_constant<int, 1>{});
+  else if (widest <= 64)
+    body(std::integral_constant<int, 2>{});
+  else if (widest <= 128)
+    body(std::integral_constant<int, 4>{});
+  else if (widest <= kMaxDepth)
+    body(std::integral_constant<int, 8>{});
+  else
+    args.fail("head depths above " + std::to_string(kMaxDepth) + " (query/key " +
+              std::to_string(a.depth) + ", value " + std::to_string(a.valueDepth) +
+              ") are not supported on the device");
+}
+
+/// Lets `kernel` take `bytes` of dynamic shared memory: past 48 KiB it must opt in.
+template <typename Kernel>
+void allowSharedMemory(const KernelArgs &args, Kernel *kernel, size_t bytes) {
+  if (bytes <= 48 * 1024)
+    return;
+  cudaError_t status = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (status != cudaSuccess) {
+    cudaGetLastError(); // not sticky: keep it from failing the next launch's check
+    args.fail("cannot give attention " + std::to_string(bytes) +
+              " bytes of shared memory: " + cudaGetErrorString(status));
+  }
+}
+
+void attention(const KernelArgs &args) {
+  args.expectCounts(3, 3, 1);
+  AttentionDims a = attentionDims(args);
+  if (args.out(0).shape !=
+      std::vector<int64_t>{a.batch, a.queryHeads, a.queries, a.valueDepth})
+    args.fail("the result is not [batch, query heads, queries, value depth]");
+  Ref q = args.real(0).ref(), k = args.real(1).ref(), v = args.real(2).ref();
+  Ref out = args.realResult(0).ref();
+  int64_t blocks = a.batch * a.queryHeads * ((a.queries + kWarps - 1) / kWarps);
+  if (blocks == 0 || a.valueDepth == 0)
+    return;
+  withColumnsPerLane(args, a, [&](auto columns) {
+    constexpr int N = decltype(columns)::value;
+    size_t bytes =
+        sizeof(float) * (kTile * (a.depth + 1) + kTile * a.valueDepth + kWarps * a.depth);
+    allowSharedMemory(args, attentionForward<N>, bytes);
+    attentionForward<N><<<static_cast<unsigned>(blocks), kThreads, bytes, args.stream>>>(
+        q, k, v, out, a);
+    checkLaunch(args);
+  });
+}
+
+void attentionGrad(const KernelArgs &args) {
+  args.expectCounts(4, 4, 3);
+  AttentionDims a = attentionDims(args);
+  if (args.in(3).shape != std::vector<int64_t>{a.batch, a.queryHeads, a.queries, a.valueDepth})
+    args.fail("the grad is not [batch, query heads, queries, value depth]");
+  for (size_t r = 0; r < 3; ++r)
+    if (args.out(r).shape != args.in(r).shape)
+      args.fail("result " + std::to_string(r) + " differs in shape from operand " +
+                std::to_string(r));
+  Ref q = args.real(0).ref(), k = args.real(1).ref(), v = args.real(2).ref(),
+      g = args.real(3).ref();
+  Ref dq = args.realResult(0).ref(), dk = args.realResult(1).ref(),
+      dv = args.realResult(2).ref();
+  withColumnsPerLane(args, a, [&](auto columns) {
+    constexpr int N = decltype(columns)::value;
+    int64_t rows = a.batch * a.queryHeads * a.queries;
+    float *lse = nullptr, *delta = nullptr;
+    if (rows > 0) {
+      lse = static_cast<float *>(args.scratch(2 * sizeof(float) * rows));
+      delta = lse + rows;
+      int64_t blocks = a.batch * a.queryHeads * ((a.queries + kWarps - 1) / kWarps);
+      size_t bytes = sizeof(float) * (kTile * (a.depth + 1) + kTile * (a.valueDepth + 1) +
+                                      kWarps * (a.depth + a.valueDepth));
+      allowSharedMemory(args, attentionQueryGrad<N>, bytes);
+      attentionQueryGrad<N><<<static_cast<unsigned>(blocks), kThreads, bytes, args.stream>>>(
+          q, k, v, g, dq, lse, delta, a);
+      checkLaunch(args);
+    }
+    int64_t blocks = a.batch * a.kvHeads * ((a.keys + kWarps - 1) / kWarps);
+    if (blocks == 0)
+      return;
+    size_t bytes = sizeof(float) * (kTile * (a.depth + 1) + kTile * (a.valueDepth + 1) +
+                                    2 * kTile + kWarps * (a.depth + a.valueDepth));
+    allowSharedMemory(args, attentionKeyGrad<N>, bytes);
+    attentionKeyGrad<N><<<static_cast<unsigned>(blocks), kThreads, bytes, args.stream>>>(
+        q, k, v, g, lse, delta, dk, dv, a);
+    checkLaunch(args);
+  });
+}
+
+} // namespace
+
+void addTransformerKernels(DeviceKernelMap &kernels) {
+  kernels["mt.embedding"] = embedding;
+  kernels["mt.rope"] = [](const KernelArgs &args) { rope(args, false); };
+  kernels["mt.rope_grad"] = [](const KernelArgs &args) { rope(args, true); };
+  kernels["mt.attention"] = attention;
+  kernels["mt.attention_grad"] = attentionGrad;
+}
+
+} // namespace mt::cuda
