@@ -1,24 +1,81 @@
 #!/usr/bin/env bash
-# The GPU suite and the benchmarks in one call on the device machine. It builds nothing: run
-# it from the repository root with build/ carried (binaries from scripts/setup.sh here), e.g.
-#   device run: scripts/device-suite.sh   carry: build/tools/mt-run build/test build/demo
-# Each part's output goes to $OUT/NAME.txt; the exit code counts the parts that failed.
+# The GPU suite and the benchmarks in one call on the device machine. It builds nothing: the
+# binaries and plans are made here first (scripts/setup.sh, then scripts/make_device_plans.sh)
+# and carried:
+#   device run: scripts/device-suite.sh   carry: build/tools/mt-run build/test build/device
+# Each part's output goes to NAME.txt in $OUT/suite.tar.gz (the device tool brings back few
+# files), a line per part to $OUT/summary.txt; the exit code counts the parts that failed.
+# SUITE_PARTS (a regex over part names) runs a subset.
 set -uo pipefail
-out="${OUT:-/tmp/mt-device-suite}"
-mkdir -p "$out"
+final="${OUT:-/tmp/mt-device-suite}"
+out=$(mktemp -d)
+mkdir -p "$final"
+trap 'tar czf "$final/suite.tar.gz" -C "$out" . && cp "$out"/*.json "$final/" 2>/dev/null' EXIT
+run=build/tools/mt-run
+plans=build/device
+compare=test/Train/Inputs/compare_losses.py
 failed=0
 part() {
   local name=$1
   shift
+  [[ "$name" =~ ${SUITE_PARTS:-.} ]] || return 0
   echo "== $name"
-  "$@" 2>&1 | tee "$out/$name.txt" || { echo "!! $name failed"; failed=$((failed + 1)); }
+  local start=$SECONDS
+  "$@" >"$out/$name.txt" 2>&1
+  local rc=$?
+  tail -n 25 "$out/$name.txt"
+  echo "-- $name: rc $rc, $((SECONDS - start)) s" | tee -a "$final/summary.txt"
+  [ $rc -eq 0 ] || { echo "!! $name failed"; failed=$((failed + 1)); }
+}
+
+# Trains PLAN for STEPS steps on the device and on the host backend from the same weights and
+# tokens; the losses must agree within 2e-2 relative at every step.
+train_both() {
+  local plan=$1 data=$2 steps=$3 name
+  name=$(basename "$plan" .mtp)
+  $run "$plan" --data "$data" --steps "$steps" --backend=cuda --metrics "$out/$name.cuda.jsonl" &&
+    $run "$plan" --data "$data" --steps "$steps" --backend=host --metrics "$out/$name.host.jsonl" &&
+    python3 $compare "$out/$name.cuda.jsonl" "$out/$name.host.jsonl" --tolerance 2e-2
 }
 
 part device nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 part gpu-matmul build/test/mt-gpu-matmul-test
-part gpu-pinned build/test/mt-gpu-pinned-test build/demo/model.mtp
+part gpu-pinned build/test/mt-gpu-pinned-test $plans/demo.mtp
+
+# Every kernel, forward and backward, against the host backend: one step of each op family's
+# test graph, loss and every gradient (bf16 storage: within 3e-2 of the largest element).
+for plan in $plans/gradients/*.mtp; do
+  part "kernels-$(basename "$plan" .mtp)" $run "$plan" --check-against-host --init random --seed 1
+done
+# The full gradient of the fixture models and the demo model, device against host.
+for model in gpt2 llama llama-k2-m2; do
+  part "gradient-$model" $run $plans/$model.mtp --data $plans/${model%%-*}.tokens --check-against-host
+done
+part gradient-demo $run $plans/demo.mtp --data $plans/corpus.bin --check-against-host
+
+# 20 training steps, device against host.
+part train-gpt2 train_both $plans/gpt2.mtp $plans/gpt2.tokens 20
+part train-llama train_both $plans/llama.mtp $plans/llama.tokens 20
+part train-llama-k2-m2 train_both $plans/llama-k2-m2.mtp $plans/llama.tokens 20
+part train-demo train_both $plans/demo.mtp $plans/corpus.bin 20
+
+# The debug switch: one stream, no buffer reuse, same losses as the scheduled run.
+part serialize bash -c "$run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 5 \
+  --backend=cuda --serialize --metrics $out/serial.jsonl && \
+  $run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 5 --backend=cuda \
+  --metrics $out/streams.jsonl && python3 $compare $out/serial.jsonl $out/streams.jsonl --tolerance 1e-6"
+
+# compute-sanitizer on a small plan running on three streams.
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+for tool in memcheck racecheck synccheck; do
+  part "sanitizer-$tool" "${sanitizer:-compute-sanitizer}" --tool $tool --error-exitcode 1 \
+    $run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 2 --backend=cuda
+done
+
+# A 1.1B-parameter model, all weights and optimizer state in host memory.
+part llama-1b $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 12 \
+  --backend=cuda --metrics "$out/llama-1b.jsonl" --trace "$out/llama-1b-trace.json"
+
 part adamw build/test/mt-adamw-test
-part torch-adamw bash -c 'python3 scripts/bench_adamw.py fused && python3 scripts/bench_adamw.py foreach'
-part calibrate-gpu build/tools/mt-run --calibrate "$out/gpu-profile.json" --backend=cuda
-part calibrate-host build/tools/mt-run --calibrate "$out/host-profile.json" --backend=host
+part calibrate-gpu $run --calibrate "$out/gpu-profile.json" --backend=cuda
 exit "$failed"

@@ -12,6 +12,7 @@
 #include "runtime/host/Executor.h"
 #ifdef MT_HAS_CUDA
 #include "runtime/cuda/Calibration.h"
+#include "tools/mt-run/DeviceSteps.h"
 #endif
 
 #include <google/protobuf/text_format.h>
@@ -47,6 +48,12 @@ const char *kUsage = R"(usage: mt-run PLAN [options]
   --data-dtype u16|u32      element type of a raw token file (default u16)
   --steps N                 optimizer steps (default 1)
   --backend auto|host|cuda  where the step runs (default auto: cuda when built and present)
+  --check-against-host      run one step on the device and on the host backend from the same
+                            weights and data, print the loss and gradient errors, and exit
+                            (fails above --check-tolerance, default 3e-2 here)
+  --serialize               cuda debug: every command on one stream, no buffer reuse
+  --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
+                            of mtc --emit=timeline
   --init model|random       initial weights from the plan's files or drawn (default model)
   --seed S                  seed of --init=random (default 0)
   --metrics OUT.jsonl       one JSON object per step
@@ -108,9 +115,11 @@ const std::map<std::string, OptimizerFlag> &optimizerFlags() {
 struct Options {
   std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics,
                     saveWeights, calibrate;
-  bool dump = false, checkGradients = false, checkSchedule = false;
+  bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
+       serialize = false;
+  std::string trace;
   int ignoredEvent = -1;
-  double checkTolerance = 1e-5;
+  double checkTolerance = -1; // each check's own default when not given
   int64_t steps = 1;
   uint64_t seed = 0;
   /// AdamW flags in command-line order, applied over the plan's defaults.
@@ -145,6 +154,12 @@ Options parseOptions(int argc, char **argv) {
       options.checkGradients = true;
     else if (arg == "--calibrate")
       options.calibrate = take();
+    else if (arg == "--check-against-host")
+      options.checkAgainstHost = true;
+    else if (arg == "--serialize")
+      options.serialize = true;
+    else if (arg == "--trace")
+      options.trace = take();
     else if (arg == "--check-schedule")
       options.checkSchedule = true;
     else if (arg == "--ignore-event")
@@ -227,17 +242,29 @@ int train(const Options &options) {
     std::printf("gradient check: %lld elements, worst error %.3g at %s\n",
                 static_cast<long long>(check.checked), check.worstError,
                 check.worstElement.c_str());
-    return check.worstError <= options.checkTolerance ? 0 : 1;
+    return check.worstError <= (options.checkTolerance < 0 ? 1e-5 : options.checkTolerance) ? 0
+                                                                                          : 1;
   }
   if (options.checkSchedule && plan.step().commands_size() > 0 &&
       plan.step().commands(0).stream().empty())
     throw std::runtime_error("--check-schedule needs a scheduled plan (mtc -o PLAN.mtp)");
-  if (options.backend == "cuda")
-    throw std::runtime_error("--backend=cuda: the CUDA backend does not run training steps "
-                             "yet; use --backend=host (--calibrate measures the GPU)");
-  if (options.backend != "auto" && options.backend != "host")
+  if (options.backend != "auto" && options.backend != "host" && options.backend != "cuda")
     throw std::runtime_error("--backend must be auto, host or cuda, got " + options.backend);
-  if (options.data.empty())
+  // --check-schedule checks the plan on the host backend, whatever the machine has.
+  bool onDevice = false;
+#ifdef MT_HAS_CUDA
+  onDevice = options.backend == "cuda" || options.checkAgainstHost ||
+             (options.backend == "auto" && !options.checkSchedule && cuda::deviceAvailable());
+  if (onDevice && !cuda::deviceAvailable())
+    throw std::runtime_error("--backend=cuda: no CUDA device answers");
+#endif
+  if (!onDevice && (options.backend == "cuda" || options.checkAgainstHost))
+    throw std::runtime_error("--backend=cuda needs an mt-run built with the CUDA toolkit");
+  if (onDevice && options.checkSchedule)
+    throw std::runtime_error("--check-schedule runs on the host backend; add --backend=host");
+  // A plan without token inputs (a test graph of parameters only) can be checked without data.
+  bool needsData = plan.step().inputs_size() > 0 || !options.checkAgainstHost;
+  if (options.data.empty() && needsData)
     throw std::runtime_error("--data FILE is needed to train");
   for (const auto &[flag, value] : options.optimizer)
     flag(*plan.mutable_optimizer(), value);
@@ -248,24 +275,36 @@ int train(const Options &options) {
                             ? "."
                             : options.plan.substr(0, options.plan.rfind('/'));
   // The host backend reads fp32 masters directly; only a GPU needs the bf16 streaming copy.
-  HostState state(plan, /*streamCopy=*/false);
+  HostState state(plan, /*streamCopy=*/onDevice);
   if (options.init == "random")
     state.initializeRandomly(options.seed);
   else
     state.loadInitialWeights(planDir);
+  state.refreshStreamCopies();
+#ifdef MT_HAS_CUDA
+  auto checkDevice = [&](const TokenInputs &inputs) {
+    double worst = checkAgainstHost(plan, state, inputs);
+    return worst <= (options.checkTolerance < 0 ? 3e-2 : options.checkTolerance) ? 0 : 1;
+  };
+  if (options.checkAgainstHost && !needsData)
+    return checkDevice({});
+#endif
   TokenData data(options.data, options.dataDtype);
   auto [batch, length] = batchShape(plan);
   host::Executor<float> executor(plan);
 
   int64_t parameters = 0;
-  for (const ParameterState &p : state.parameters)
+  std::vector<int64_t> counts;
+  for (const ParameterState &p : state.parameters) {
     parameters += p.count;
-  std::printf("mt-run | %s | %lld parameters | batch %lld x %lld x %lld micro-batches | host "
+    counts.push_back(p.count);
+  }
+  std::printf("mt-run | %s | %lld parameters | batch %lld x %lld x %lld micro-batches | %s "
               "backend | data %s (%lld tokens, %s)\n",
               options.plan.c_str(), static_cast<long long>(parameters),
               static_cast<long long>(batch), static_cast<long long>(length),
               static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())),
-              options.data.c_str(),
+              onDevice ? "cuda" : "host", options.data.c_str(),
               static_cast<long long>(data.size()), data.format().c_str());
   std::printf("host state | %.1f MiB in %zu layer blocks | %.1f bytes per parameter\n",
               state.bytes() / 1048576.0, state.blocks.size(),
@@ -286,47 +325,89 @@ int train(const Options &options) {
   std::vector<const float *> weights;
   for (const ParameterState &p : state.parameters)
     weights.push_back(p.master);
+  auto nextInputs = [&](int64_t parts) {
+    std::map<std::string, std::vector<int64_t>> inputs;
+    for (int64_t part = 0; part < parts; ++part) {
+      Batch tokens = data.next(batch, length, plan.vocabulary());
+      std::string suffix = layerMajor ? "." + std::to_string(part) : "";
+      inputs["input_ids" + suffix] = std::move(tokens.inputs);
+      inputs["targets" + suffix] = std::move(tokens.targets);
+    }
+    return inputs;
+  };
+#ifdef MT_HAS_CUDA
+  if (options.checkAgainstHost)
+    return checkDevice(nextInputs(layerMajor ? micro : 1));
+  std::unique_ptr<DeviceSteps> device;
+  if (onDevice) {
+    device = std::make_unique<DeviceSteps>(plan, state, options.serialize);
+    device->printStartup(parameters);
+  }
+#endif
+  // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
+  // several sample-major runs, their sum in `accumulated`.
+  std::vector<std::vector<float>> hostGradients, accumulated;
+  std::vector<float *> gradients(plan.parameters_size());
+  std::string deviceReport, deviceMetrics;
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     // Gradient accumulation: the step's loss and gradients are the means over its
     // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
     // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
-    host::StepResult<float> result;
+    double loss = 0;
     int64_t runs = layerMajor ? 1 : micro;
     for (int64_t m = 0; m < runs; ++m) {
-      std::map<std::string, std::vector<int64_t>> inputs;
-      for (int64_t part = 0; part < (layerMajor ? micro : 1); ++part) {
-        Batch tokens = data.next(batch, length, plan.vocabulary());
-        std::string suffix = layerMajor ? "." + std::to_string(part) : "";
-        inputs["input_ids" + suffix] = std::move(tokens.inputs);
-        inputs["targets" + suffix] = std::move(tokens.targets);
+      std::map<std::string, std::vector<int64_t>> inputs = nextInputs(layerMajor ? micro : 1);
+#ifdef MT_HAS_CUDA
+      if (device) {
+        loss += device->run(inputs) / runs;
+        for (int p = 0; p < plan.parameters_size(); ++p)
+          gradients[p] = device->gradient(p);
       }
-      host::StepResult<float> part =
-          options.checkSchedule
-              ? executor.runInterleaved(weights, inputs, options.seed * 7919 + step * 31 + m,
-                                        options.ignoredEvent)
-              : executor.run(weights, inputs);
-      result.loss += part.loss / runs;
-      if (m == 0) {
-        result.gradients = std::move(part.gradients);
+#endif
+      if (!onDevice) {
+        host::StepResult<float> part =
+            options.checkSchedule
+                ? executor.runInterleaved(weights, inputs, options.seed * 7919 + step * 31 + m,
+                                          options.ignoredEvent)
+                : executor.run(weights, inputs);
+        loss += part.loss / runs;
+        hostGradients = std::move(part.gradients);
+        for (int p = 0; p < plan.parameters_size(); ++p)
+          gradients[p] = hostGradients[p].data();
+      }
+      if (runs == 1)
         continue;
+      if (m == 0)
+        accumulated.assign(counts.size(), {});
+      for (size_t p = 0; p < counts.size(); ++p) {
+        accumulated[p].resize(counts[p], 0.0f);
+        for (int64_t i = 0; i < counts[p]; ++i)
+          accumulated[p][i] = (m == 0 ? 0.0f : accumulated[p][i]) + gradients[p][i];
       }
-      for (size_t p = 0; p < part.gradients.size(); ++p)
-        for (size_t i = 0; i < part.gradients[p].size(); ++i)
-          result.gradients[p][i] += part.gradients[p][i];
     }
     if (runs > 1)
-      for (std::vector<float> &gradient : result.gradients)
-        for (float &g : gradient)
+      for (size_t p = 0; p < counts.size(); ++p) {
+        for (float &g : accumulated[p])
           g /= static_cast<float>(runs);
-    double gradNorm = clipGradients(result.gradients, adamw.grad_clip());
+        gradients[p] = accumulated[p].data();
+      }
+#ifdef MT_HAS_CUDA
+    if (device) {
+      deviceReport = device->report();
+      deviceMetrics = device->metrics();
+      if (!options.trace.empty() && step == options.steps)
+        device->writeTrace(options.trace);
+    }
+#endif
+    double gradNorm = clipGradients(gradients, counts, adamw.grad_clip());
     double lr = learningRate(adamw, step, options.steps);
     for (int p = 0; p < plan.parameters_size(); ++p) {
       double decay = std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0
                                                                             : adamw.weight_decay();
       const ParameterState &parameter = state.parameters[p];
       adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
-                  result.gradients[p].data(), parameter.count, lr, decay, adamw, step,
+                  gradients[p], parameter.count, lr, decay, adamw, step,
                   parameter.streamCopy);
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -337,14 +418,15 @@ int train(const Options &options) {
       std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
                   std::string(30 - filled, '.').c_str());
     }
-    std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s", static_cast<long long>(step),
-                static_cast<long long>(options.steps), result.loss, ms, tokensPerSecond,
+    std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s",
+                static_cast<long long>(step), static_cast<long long>(options.steps), loss, ms,
+                tokensPerSecond, deviceReport.c_str(),
                 terminal && step < options.steps ? "" : "\n");
     std::fflush(stdout);
     if (metrics.is_open())
-      metrics << "{\"step\":" << step << ",\"loss\":" << result.loss << ",\"lr\":" << lr
+      metrics << "{\"step\":" << step << ",\"loss\":" << loss << ",\"lr\":" << lr
               << ",\"grad_norm\":" << gradNorm << ",\"ms\":" << ms
-              << ",\"tokens_per_s\":" << tokensPerSecond << "}\n";
+              << ",\"tokens_per_s\":" << tokensPerSecond << deviceMetrics << "}\n";
   }
   if (!options.saveWeights.empty()) {
     std::vector<NamedTensor> tensors;

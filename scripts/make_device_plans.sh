@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Compiles here (where mtc is) every plan the GPU suite runs on the device machine (which
+# has no mtc), with their token files, into build/device; scripts/device-suite.sh runs them.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mtc="$root/build/tools/mtc"
+fixtures="$root/build/test/fixtures"
+out="$root/build/device"
+rm -rf "$out"
+mkdir -p "$out/gradients"
+
+# One plan per family of ops: every kernel's forward and backward against the host backend.
+for model in "$root"/test/Gradients/*.mlir; do
+  "$mtc" "$model" -o "$out/gradients/$(basename "$model" .mlir).mtp"
+done
+
+# The stage-2 fixtures, and the Llama one with two layers per checkpoint and two layer-major
+# micro-batches (recompute, accumulation, checkpoint copies).
+"$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 -o "$out/gpt2.mtp"
+"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 -o "$out/llama.mtp"
+"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --recompute-interval 2 \
+  --micro-batches 2 --accumulation layer-major -o "$out/llama-k2-m2.mtp"
+cp "$fixtures/reference/gpt2.tokens" "$fixtures/reference/llama.tokens" "$out/"
+
+# The demo model at its training shape, with its corpus.
+/usr/bin/python3 "$root/examples/tiny-gpt/prepare_data.py" "$out" >/dev/null
+"$mtc" "$root/examples/tiny-gpt/model.onnx" --input-shape input_ids:8x64 -o "$out/demo.mtp"
+
+# A Llama-style model of 1.1B parameters (hidden 2048, 20 layers, 16 heads over 8 key/value
+# heads, SwiGLU 5632, vocabulary 32000), 4 x 1024 tokens a step, random weights, and random
+# tokens for 20 steps.
+/usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/llama-1b.onnx" 20 2048 16 8 5632 32000 1024
+"$mtc" "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --summary
+"$mtc" "$out/llama-1b.onnx" --input-shape input_ids:4x1024 -o "$out/llama-1b.mtp"
+/usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(0).integers(0, 32000, 4 * 1024 * 24, dtype=np.uint16).tofile('$out/llama-1b.tokens')"
+rm "$out/llama-1b.onnx"

@@ -1,0 +1,152 @@
+// mt-run on the CUDA backend: start-up table, per-step measures, traces and the host check.
+#include "tools/mt-run/DeviceSteps.h"
+
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/host/Executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace mt {
+
+namespace {
+
+int64_t freeDeviceBytes() {
+  size_t free = 0, total = 0;
+  MT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<int64_t>(free);
+}
+
+double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+std::string deviceName() {
+  int device = 0;
+  cudaDeviceProp properties{};
+  MT_CUDA_CHECK(cudaGetDevice(&device));
+  MT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  return properties.name;
+}
+
+} // namespace
+
+DeviceSteps::DeviceSteps(const plan::Plan &plan, HostState &state, bool serialize) : plan(plan) {
+  MT_CUDA_CHECK(cudaFree(nullptr)); // the context first, so that it is not counted as ours
+  baselineFree = freeDeviceBytes();
+  cuda::ExecutorOptions options;
+  options.serialize = serialize;
+  options.timeCommands = true;
+  executor = std::make_unique<cuda::Executor>(plan, state, options);
+}
+
+void DeviceSteps::printStartup(int64_t parameters) const {
+  const cuda::DeviceMemory &memory = executor->memory();
+  std::printf("device      | %s, %.1f GiB free at start\n", deviceName().c_str(),
+              gib(baselineFree));
+  std::printf("model       | %s | %lld parameters | %.3g GFLOP a step (model)\n",
+              plan.model().c_str(), static_cast<long long>(parameters), plan.model_flops() / 1e9);
+  std::printf("plan        | K=%lld layers per checkpoint | %lld micro-batches (%s) | %d "
+              "templates | %d events | predicted step %.3f s\n",
+              static_cast<long long>(plan.recompute_interval()),
+              static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())),
+              plan.accumulation().empty() ? "layer-major" : plan.accumulation().c_str(),
+              plan.templates_size(), plan.events(), plan.predicted_step_seconds());
+  std::printf("device mem  | plan's peak (arena) %.3f GiB | constants %.1f KiB | token inputs "
+              "%.1f KiB | cuBLASLt workspace %.0f MiB\n",
+              gib(static_cast<double>(plan.arena_bytes())), memory.constants / 1024.0,
+              memory.inputs / 1024.0, memory.blasWorkspace / 1048576.0);
+}
+
+double DeviceSteps::run(const TokenInputs &inputs) {
+  last = executor->run(inputs);
+  used = std::max(used, baselineFree - freeDeviceBytes());
+  return last.loss;
+}
+
+std::string DeviceSteps::report() const {
+  char line[512];
+  double seconds = last.ms / 1000.0;
+  std::snprintf(line, sizeof line,
+                " | device %.1f ms | %.1f TFLOPS | h2d %.1f GB/s | d2h %.1f GB/s | compute %.0f%% "
+                "busy | memory %.3f GiB (arena %.3f + scratch %.3f)",
+                last.ms, plan.model_flops() / seconds / 1e12, last.copiedBytes[0] / seconds / 1e9,
+                last.copiedBytes[1] / seconds / 1e9, 100.0 * last.busyMs[1] / last.ms,
+                gib(static_cast<double>(used)), gib(static_cast<double>(plan.arena_bytes())),
+                gib(static_cast<double>(executor->memory().scratch)));
+  return line;
+}
+
+std::string DeviceSteps::metrics() const {
+  std::ostringstream out;
+  out.precision(6);
+  double seconds = last.ms / 1000.0;
+  out << ",\"device_ms\":" << last.ms << ",\"tflops\":" << plan.model_flops() / seconds / 1e12
+      << ",\"h2d_gbps\":" << last.copiedBytes[0] / seconds / 1e9
+      << ",\"d2h_gbps\":" << last.copiedBytes[1] / seconds / 1e9
+      << ",\"compute_busy\":" << last.busyMs[1] / last.ms << ",\"device_bytes\":" << used
+      << ",\"plan_arena_bytes\":" << plan.arena_bytes()
+      << ",\"scratch_bytes\":" << executor->memory().scratch;
+  return out.str();
+}
+
+void DeviceSteps::writeTrace(const std::string &path) const {
+  std::ofstream out(path);
+  if (!out)
+    throw std::runtime_error("cannot write " + path);
+  static const char *streams[] = {"h2d", "compute", "d2h", "cpu"};
+  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  for (int tid = 0; tid < 4; ++tid)
+    out << (tid ? "," : "") << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << tid
+        << ",\"args\":{\"name\":\"" << streams[tid] << "\"}}";
+  for (const cuda::CommandTiming &timed : last.commands) {
+    const plan::Command &command = plan.step().commands(timed.command);
+    std::string name = command.op() == "mt.call"
+                           ? plan.templates(command.attributes().at("template").i()).name()
+                           : command.op();
+    std::string where;
+    for (char c : command.location())
+      if (c != '"' && c != '\\')
+        where += c;
+    out << ",{\"name\":\"" << name << "\",\"ph\":\"X\",\"pid\":1,\"tid\":" << timed.stream
+        << ",\"ts\":" << timed.start * 1000.0 << ",\"dur\":" << (timed.end - timed.start) * 1000.0
+        << ",\"args\":{\"location\":\"" << where << "\"}}";
+  }
+  out << "]}\n";
+}
+
+double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs) {
+  std::vector<const float *> masters;
+  for (const ParameterState &parameter : state.parameters)
+    masters.push_back(parameter.master);
+  host::Executor<float> reference(plan);
+  host::StepResult<float> expected = reference.run(masters, inputs);
+  cuda::Executor device(plan, state);
+  cuda::StepMeasures measured = device.run(inputs);
+  double lossError = std::fabs(measured.loss - expected.loss) / std::max(1e-12, std::fabs(expected.loss));
+  std::printf("device check | loss host %.6f device %.6f | relative error %.3g\n", expected.loss,
+              measured.loss, lossError);
+  double worst = lossError;
+  for (int p = 0; p < plan.parameters_size(); ++p) {
+    const std::vector<float> &want = expected.gradients[p];
+    const float *got = device.gradient(p);
+    double scale = 0, error = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+      scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+    for (size_t i = 0; i < want.size(); ++i)
+      error = std::max(error, std::fabs(static_cast<double>(got[i]) - want[i]));
+    double relative = scale > 0 ? error / scale : error;
+    if (!std::isfinite(relative))
+      relative = INFINITY;
+    std::printf("device check | gradient %-40s | %8lld elements | largest %.3g | worst relative "
+                "error %.3g\n",
+                plan.parameters(p).name().c_str(), static_cast<long long>(want.size()), scale,
+                relative);
+    worst = std::max(worst, relative);
+  }
+  std::printf("device check | worst relative error %.3g\n", worst);
+  return worst;
+}
+
+} // namespace mt

@@ -1,0 +1,51 @@
+// mt-run's CUDA side: the device executor with what mt-run reports of it (a start-up table,
+// one line per step, a trace of chosen steps) and the check of a device step against the
+// host backend's.
+#ifndef MT_TOOLS_MT_RUN_DEVICESTEPS_H
+#define MT_TOOLS_MT_RUN_DEVICESTEPS_H
+
+#include "runtime/HostState.h"
+#include "runtime/cuda/Executor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mt {
+
+using TokenInputs = std::map<std::string, std::vector<int64_t>>;
+
+class DeviceSteps {
+public:
+  DeviceSteps(const plan::Plan &plan, HostState &state, bool serialize);
+
+  /// The start-up table: model, parameters, memory planned and held, schedule.
+  void printStartup(int64_t parameters) const;
+  /// Runs one step; its gradients are in gradient(p) until the next.
+  double run(const TokenInputs &inputs);
+  float *gradient(int p) const { return executor->gradient(p); }
+  /// The last step's measures: " | 41.2 TFLOPS | h2d 50.1 GB/s | ...".
+  std::string report() const;
+  /// The metrics fields of the last step, as JSON members: ,"tflops":...
+  std::string metrics() const;
+  /// Writes the last step's measured streams as Chrome trace events, the format of
+  /// mtc --emit=timeline.
+  void writeTrace(const std::string &path) const;
+
+private:
+  const plan::Plan &plan;
+  std::unique_ptr<cuda::Executor> executor;
+  cuda::StepMeasures last;
+  int64_t baselineFree = 0; // free device memory before the executor allocated anything
+  int64_t used = 0;         // device memory the process holds after the last step
+};
+
+/// Runs one step from the same state on the host backend (fp32) and on the device (bf16
+/// copies), prints the loss of each and the worst relative gradient error per parameter
+/// (relative to the gradient's largest element), and returns the worst error.
+double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs);
+
+} // namespace mt
+
+#endif // MT_TOOLS_MT_RUN_DEVICESTEPS_H
