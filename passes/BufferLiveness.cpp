@@ -42,11 +42,17 @@ bool leavesInFp32(Value value) {
   return false;
 }
 
-/// Device tensors are bf16, except scalars (losses: rounding them costs 3 digits and saves
-/// nothing) and those leaving in fp32 (leavesInFp32); integers keep their width.
+/// Device tensors are bf16 (or what the module's kDeviceFloatBytes says), except scalars
+/// (losses: rounding them costs 3 digits and saves nothing) and those leaving in fp32
+/// (leavesInFp32); integers keep their width.
 int64_t deviceBytes(Value value) {
   auto type = llvm::cast<RankedTensorType>(value.getType());
   int64_t width = 2;
+  Operation *scope = value.getParentBlock()->getParentOp();
+  auto module = llvm::isa<ModuleOp>(scope) ? llvm::cast<ModuleOp>(scope)
+                                           : scope->getParentOfType<ModuleOp>();
+  if (auto floatBytes = module ? module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes) : nullptr)
+    width = floatBytes.getInt();
   if (!llvm::isa<FloatType>(type.getElementType()))
     width = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   else if (type.getRank() == 0 || leavesInFp32(value))

@@ -11,6 +11,10 @@
 
 namespace mt {
 
+/// The module attribute that makes device floats this many bytes (4: fp32 storage) instead
+/// of bf16's 2.
+constexpr const char *kDeviceFloatBytes = "mt.device_float_bytes";
+
 /// One device buffer: a result of an op (resultIndex >= 0) or a call's workspace (-1).
 struct DeviceBuffer {
   mlir::Operation *op = nullptr;

@@ -23,12 +23,28 @@ double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps)
   return config.min_lr() + 0.5 * (config.lr() - config.min_lr()) * (1 + std::cos(M_PI * progress));
 }
 
+double squaredNorm(const float *values, int64_t count) {
+  // Fixed chunks summed in order: the same bits whatever the core count.
+  constexpr int64_t kChunk = 1 << 16;
+  int64_t chunks = (count + kChunk - 1) / kChunk;
+  std::vector<double> partial(chunks, 0.0);
+  runParallel(chunks, [&](int64_t c) {
+    double sum = 0;
+    for (int64_t i = c * kChunk, end = std::min(count, (c + 1) * kChunk); i < end; ++i)
+      sum += static_cast<double>(values[i]) * values[i];
+    partial[c] = sum;
+  });
+  double sum = 0;
+  for (double x : partial)
+    sum += x;
+  return sum;
+}
+
 double clipGradients(const std::vector<float *> &gradients, const std::vector<int64_t> &counts,
                      double maxNorm) {
   double sum = 0;
   for (size_t p = 0; p < gradients.size(); ++p)
-    for (int64_t i = 0; i < counts[p]; ++i)
-      sum += static_cast<double>(gradients[p][i]) * gradients[p][i];
+    sum += squaredNorm(gradients[p], counts[p]);
   double norm = std::sqrt(sum);
   if (maxNorm > 0 && norm > maxNorm) {
     float scale = static_cast<float>(maxNorm / (norm + 1e-6));

@@ -14,6 +14,9 @@ namespace mt {
 /// constant or a cosine decay to `min_lr` at `totalSteps`.
 double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps);
 
+/// The sum of squares of `count` values, on every core, in a fixed order.
+double squaredNorm(const float *values, int64_t count);
+
 /// Scales the gradients so that their global L2 norm is at most `maxNorm` (torch's
 /// clip_grad_norm_); returns the norm before clipping. maxNorm <= 0 only measures.
 double clipGradients(const std::vector<float *> &gradients, const std::vector<int64_t> &counts,

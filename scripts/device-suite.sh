@@ -44,12 +44,21 @@ part gpu-pinned build/test/mt-gpu-pinned-test $plans/demo.mtp
 
 # Every kernel, forward and backward, against the host backend: one step of each op family's
 # test graph, loss and every gradient (bf16 storage: within 3e-2 of the largest element).
+# With fp32 device storage the same graphs must agree to 1e-4: a kernel's own error.
 for plan in $plans/gradients/*.mtp; do
-  part "kernels-$(basename "$plan" .mtp)" $run "$plan" --check-against-host --init random --seed 1
+  name=$(basename "$plan" .mtp)
+  part "kernels-$name" $run "$plan" --check-against-host --init random --seed 1 \
+    --data $plans/gradients/ids.tokens
+  part "kernels-fp32-$name" $run $plans/gradients-fp32/$name.mtp --check-against-host \
+    --init random --seed 1 --data $plans/gradients/ids.tokens --check-tolerance 1e-4
 done
 # The full gradient of the fixture models and the demo model, device against host.
 for model in gpt2 llama llama-k2-m2; do
   part "gradient-$model" $run $plans/$model.mtp --data $plans/${model%%-*}.tokens --check-against-host
+done
+for model in gpt2 llama; do
+  part "gradient-fp32-$model" $run $plans/$model-fp32.mtp --data $plans/$model.tokens \
+    --check-against-host --check-tolerance 1e-4
 done
 part gradient-demo $run $plans/demo.mtp --data $plans/corpus.bin --check-against-host
 
@@ -72,9 +81,12 @@ for tool in memcheck racecheck synccheck; do
     $run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 2 --backend=cuda
 done
 
-# A 1.1B-parameter model, all weights and optimizer state in host memory.
+# A 1.1B-parameter model, all weights and optimizer state in host memory; AdamW overlaps
+# the backward (no clipping), then with clipping (after the backward).
 part llama-1b $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 12 \
-  --backend=cuda --metrics "$out/llama-1b.jsonl" --trace "$out/llama-1b-trace.json"
+  --lr 3e-4 --warmup 4 --backend=cuda --metrics "$out/llama-1b.jsonl" --trace "$out/llama-1b-trace.json"
+part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 4 \
+  --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda
 
 part adamw build/test/mt-adamw-test
 part calibrate-gpu $run --calibrate "$out/gpu-profile.json" --backend=cuda

@@ -7,12 +7,18 @@ mtc="$root/build/tools/mtc"
 fixtures="$root/build/test/fixtures"
 out="$root/build/device"
 rm -rf "$out"
-mkdir -p "$out/gradients"
+mkdir -p "$out/gradients" "$out/gradients-fp32"
 
-# One plan per family of ops: every kernel's forward and backward against the host backend.
+# One plan per family of ops: every kernel's forward and backward against the host backend,
+# with bf16 device storage and with fp32 (where the device must agree to fp32 rounding).
 for model in "$root"/test/Gradients/*.mlir; do
   "$mtc" "$model" -o "$out/gradients/$(basename "$model" .mlir).mtp"
+  "$mtc" "$model" --device-precision=fp32 -o "$out/gradients-fp32/$(basename "$model" .mlir).mtp"
 done
+# Token ids below the embedding-loss graph's vocabulary of 5.
+/usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(0).integers(0, 5, 64, dtype=np.uint16).tofile('$out/gradients/ids.tokens')"
 
 # The stage-2 fixtures, and the Llama one with two layers per checkpoint and two layer-major
 # micro-batches (recompute, accumulation, checkpoint copies).
@@ -20,6 +26,10 @@ done
 "$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 -o "$out/llama.mtp"
 "$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --recompute-interval 2 \
   --micro-batches 2 --accumulation layer-major -o "$out/llama-k2-m2.mtp"
+"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
+  -o "$out/llama-fp32.mtp"
+"$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
+  -o "$out/gpt2-fp32.mtp"
 cp "$fixtures/reference/gpt2.tokens" "$fixtures/reference/llama.tokens" "$out/"
 
 # The demo model at its training shape, with its corpus.

@@ -45,7 +45,7 @@ CublasLt::~CublasLt() {
 
 const CublasLt::Plan &CublasLt::planFor(const MatmulShape &s, bool accumulate) {
   Key key{s.m, s.n, s.k, s.transposeA, s.transposeB, s.batch, s.strideA, s.strideB, s.strideC,
-          static_cast<int>(s.output), accumulate};
+          static_cast<int>(s.output), static_cast<int>(s.input), accumulate};
   auto found = plans.find(key);
   if (found != plans.end())
     return found->second;
@@ -58,10 +58,10 @@ const CublasLt::Plan &CublasLt::planFor(const MatmulShape &s, bool accumulate) {
                                                &first, sizeof(first)));
   MT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB,
                                                &second, sizeof(second)));
-  plan.a = s.transposeB ? layoutOf(CUDA_R_16BF, s.n, s.k, s.batch, s.strideB)
-                        : layoutOf(CUDA_R_16BF, s.k, s.n, s.batch, s.strideB);
-  plan.b = s.transposeA ? layoutOf(CUDA_R_16BF, s.k, s.m, s.batch, s.strideA)
-                        : layoutOf(CUDA_R_16BF, s.m, s.k, s.batch, s.strideA);
+  plan.a = s.transposeB ? layoutOf(s.input, s.n, s.k, s.batch, s.strideB)
+                        : layoutOf(s.input, s.k, s.n, s.batch, s.strideB);
+  plan.b = s.transposeA ? layoutOf(s.input, s.k, s.m, s.batch, s.strideA)
+                        : layoutOf(s.input, s.m, s.k, s.batch, s.strideA);
   plan.c = layoutOf(s.output, s.m, s.n, s.batch, s.strideC);
 
   cublasLtMatmulPreference_t preference;

@@ -1,5 +1,5 @@
 // The one owner of cuBLASLt state (handle, workspace, the algorithm chosen per shape) for
-// every matrix product of the CUDA backend: bf16 operands, fp32 accumulation.
+// every matrix product of the CUDA backend: bf16 (or fp32) operands, fp32 accumulation.
 #ifndef MT_RUNTIME_CUDA_CUBLASLT_H
 #define MT_RUNTIME_CUDA_CUBLASLT_H
 
@@ -20,6 +20,7 @@ struct MatmulShape {
   bool transposeA = false, transposeB = false;
   int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
   cudaDataType_t output = CUDA_R_32F; // CUDA_R_32F or CUDA_R_16BF
+  cudaDataType_t input = CUDA_R_16BF;  // both operands: CUDA_R_16BF or CUDA_R_32F
 };
 
 class CublasLt {
@@ -36,7 +37,7 @@ public:
 
 private:
   using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t,
-                         int64_t, int, bool>;
+                         int64_t, int, int, bool>;
   struct Plan {
     cublasLtMatmulDesc_t operation = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;

@@ -237,6 +237,15 @@ Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions opt
                       " is not offloaded to the host in fp32; recompile the plan with this mtc");
     gradients.push_back(reinterpret_cast<float *>(gradient.data));
   }
+  notices.assign(stepProgram.commands_size(), {this, {}});
+  for (int c = 0; c < stepProgram.commands_size(); ++c) {
+    const plan::Command &command = stepProgram.commands(c);
+    if (command.op() == "mt.offload")
+      for (int id : command.results())
+        for (int p = 0; p < stepProgram.gradients_size(); ++p)
+          if (stepProgram.gradients(p) == id)
+            notices[c].parameters.push_back(p);
+  }
   for (const plan::Command &command : stepProgram.commands())
     if (command.op() != "mt.prefetch")
       for (int id : command.operands())
@@ -277,6 +286,10 @@ Executor::~Executor() {
   cudaFree(constantPool);
   cudaFree(inputPool);
   std::free(hostPool);
+}
+
+void Executor::onGradient(std::function<void(int parameter)> listener) {
+  gradientListener = std::move(listener);
 }
 
 cudaStream_t Executor::streamOf(const plan::Command &command, int *index) const {
@@ -391,6 +404,15 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     }
     if (options.timeCommands)
       MT_CUDA_CHECK(cudaEventRecord(timing[5 + 2 * c], stream));
+    if (gradientListener && !notices[c].parameters.empty())
+      MT_CUDA_CHECK(cudaLaunchHostFunc(
+          stream,
+          [](void *data) {
+            auto *notice = static_cast<GradientNotice *>(data);
+            for (int p : notice->parameters)
+              notice->executor->gradientListener(p);
+          },
+          &notices[c]));
     if (command.record() >= 0 && !options.serialize)
       MT_CUDA_CHECK(cudaEventRecord(events.at(command.record()), stream));
   }

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,6 +65,10 @@ public:
   /// gradient(p).
   StepMeasures run(const std::map<std::string, std::vector<int64_t>> &inputs);
 
+  /// Calls `listener` with each parameter whose gradient has reached host memory during a
+  /// step, as soon as it has: from a CUDA driver thread, so it must not call CUDA.
+  void onGradient(std::function<void(int parameter)> listener);
+
   /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
   float *gradient(int p) const { return gradients.at(p); }
   const DeviceMemory &memory() const { return deviceMemory; }
@@ -92,6 +97,13 @@ private:
   std::unique_ptr<Program> step;
   std::vector<std::unique_ptr<Program>> templates;
   std::vector<float *> gradients;
+  /// Per step command: the parameters whose gradients it offloads (empty for others).
+  struct GradientNotice {
+    Executor *executor;
+    std::vector<int> parameters;
+  };
+  std::vector<GradientNotice> notices;
+  std::function<void(int)> gradientListener;
   DeviceMemory deviceMemory;
 };
 

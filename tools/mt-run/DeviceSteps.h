@@ -25,6 +25,10 @@ public:
   /// Runs one step; its gradients are in gradient(p) until the next.
   double run(const TokenInputs &inputs);
   float *gradient(int p) const { return executor->gradient(p); }
+  /// See cuda::Executor::onGradient.
+  void onGradient(std::function<void(int parameter)> listener) {
+    executor->onGradient(std::move(listener));
+  }
   /// The last step's measures: " | 41.2 TFLOPS | h2d 50.1 GB/s | ...".
   std::string report() const;
   /// The metrics fields of the last step, as JSON members: ,"tflops":...

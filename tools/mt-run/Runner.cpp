@@ -9,6 +9,7 @@
 #include "runtime/PlanLoader.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
+#include "runtime/UpdateQueue.h"
 #include "runtime/host/Executor.h"
 #ifdef MT_HAS_CUDA
 #include "runtime/cuda/Calibration.h"
@@ -18,6 +19,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -344,13 +346,40 @@ int train(const Options &options) {
     device->printStartup(parameters);
   }
 #endif
+  // AdamW of one parameter at the current step. On the device, each parameter's update
+  // starts as soon as its gradient is on the host, overlapping the rest of the backward,
+  // unless clipping or several sample-major runs need every gradient first.
+  int64_t currentStep = 0;
+  double lr = 0;
+  std::vector<double> squares(plan.parameters_size(), 0.0);
+  std::vector<float *> gradients(plan.parameters_size());
+  bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1);
+  auto update = [&](int p) {
+    if (overlapped) // the norm for the report; clipGradients measures it otherwise
+      squares[p] = squaredNorm(gradients[p], counts[p]);
+    double decay = std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0
+                                                                          : adamw.weight_decay();
+    const ParameterState &parameter = state.parameters[p];
+    adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment, gradients[p],
+                parameter.count, lr, decay, adamw, currentStep, parameter.streamCopy);
+  };
+  std::unique_ptr<UpdateQueue> updates;
+#ifdef MT_HAS_CUDA
+  if (overlapped) {
+    updates = std::make_unique<UpdateQueue>(update);
+    for (int p = 0; p < plan.parameters_size(); ++p)
+      gradients[p] = device->gradient(p);
+    device->onGradient([&](int p) { updates->push(p); });
+  }
+#endif
   // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
   // several sample-major runs, their sum in `accumulated`.
   std::vector<std::vector<float>> hostGradients, accumulated;
-  std::vector<float *> gradients(plan.parameters_size());
   std::string deviceReport, deviceMetrics;
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
+    currentStep = step;
+    lr = learningRate(adamw, step, options.steps);
     // Gradient accumulation: the step's loss and gradients are the means over its
     // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
     // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
@@ -400,15 +429,16 @@ int train(const Options &options) {
         device->writeTrace(options.trace);
     }
 #endif
-    double gradNorm = clipGradients(gradients, counts, adamw.grad_clip());
-    double lr = learningRate(adamw, step, options.steps);
-    for (int p = 0; p < plan.parameters_size(); ++p) {
-      double decay = std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0
-                                                                            : adamw.weight_decay();
-      const ParameterState &parameter = state.parameters[p];
-      adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
-                  gradients[p], parameter.count, lr, decay, adamw, step,
-                  parameter.streamCopy);
+    double gradNorm = 0;
+    if (updates) {
+      updates->wait(plan.parameters_size());
+      for (double sum : squares)
+        gradNorm += sum;
+      gradNorm = std::sqrt(gradNorm);
+    } else {
+      gradNorm = clipGradients(gradients, counts, adamw.grad_clip());
+      for (int p = 0; p < plan.parameters_size(); ++p)
+        update(p);
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count();

@@ -6,6 +6,7 @@
 #include "frontend/OnnxImporter.h"
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
+#include "passes/BufferLiveness.h"
 #include "passes/DeviceProfile.h"
 #include "passes/Passes.h"
 #include "passes/StepCostModel.h"
@@ -85,6 +86,11 @@ llvm::cl::opt<std::string> accumulation(
 llvm::cl::opt<std::string> checkpoints(
     "checkpoints", llvm::cl::desc("Where layer inputs wait for the backward: host or device"),
     llvm::cl::init("host"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> devicePrecision(
+    "device-precision",
+    llvm::cl::desc("How the device stores weights and activations: bf16 (the default; "
+                   "fp32 accumulation) or fp32 (twice the bytes, exact to fp32)"),
+    llvm::cl::init("bf16"), llvm::cl::cat(category));
 llvm::cl::opt<std::string> deviceMemory(
     "device-memory", llvm::cl::desc("Device memory the plan may use, e.g. 16GiB (default: the "
                                     "target's)"),
@@ -184,6 +190,10 @@ std::optional<double> parseBytes(llvm::StringRef text) {
 LogicalResult checkScheduleOptions() {
   if (checkpoints != "host" && checkpoints != "device") {
     llvm::errs() << "mtc: --checkpoints must be host or device\n";
+    return failure();
+  }
+  if (devicePrecision != "bf16" && devicePrecision != "fp32") {
+    llvm::errs() << "mtc: --device-precision must be bf16 or fp32\n";
     return failure();
   }
   if (accumulation != "auto" && accumulation != "layer-major" && accumulation != "sample-major") {
@@ -440,6 +450,8 @@ int compilerMain(int argc, char **argv) {
     for (auto [attempt, candidate] : llvm::enumerate(modes)) {
       bool last = attempt + 1 == modes.size();
       OwningOpRef<ModuleOp> trained = module->clone();
+      if (devicePrecision == "fp32")
+        (*trained)->setAttr(kDeviceFloatBytes, Builder(&context).getI64IntegerAttr(4));
       PassManager pm(&context);
       TrainPipelineOptions train;
       train.segmentLayers = segmentLayers.getValue();

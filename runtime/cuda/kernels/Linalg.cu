@@ -25,11 +25,19 @@ __global__ void addBias(Ref c, Ref bias, int64_t rows, int64_t n) {
 
 unsigned gridFor(int64_t n) { return std::min<unsigned>(blocksFor(n), 65535u * 8); }
 
-/// The operand's elements as bf16: in place when the arena holds them so, else converted
-/// into scratch (fp32 constants or gradients).
-const void *asBf16(const KernelArgs &args, size_t operand) {
+/// Both operands in fp32 (a plan with fp32 device storage) are multiplied in fp32;
+/// otherwise in bf16.
+cudaDataType_t inputType(const KernelArgs &args) {
+  return args.real(0).storage == Storage::F32 && args.real(1).storage == Storage::F32
+             ? CUDA_R_32F
+             : CUDA_R_16BF;
+}
+
+/// The operand's elements in `type`: in place when the arena holds them so, else converted
+/// to bf16 into scratch (an fp32 constant or gradient next to a bf16 operand).
+const void *operandAs(const KernelArgs &args, size_t operand, cudaDataType_t type) {
   const DeviceTensor &tensor = args.real(operand);
-  if (tensor.storage == Storage::BF16)
+  if (tensor.storage == (type == CUDA_R_32F ? Storage::F32 : Storage::BF16))
     return tensor.data;
   auto *converted = static_cast<__nv_bfloat16 *>(args.scratch(tensor.size() * 2));
   toBf16<<<gridFor(tensor.size()), 256, 0, args.stream>>>(tensor.ref(), converted, tensor.size());
@@ -68,8 +76,10 @@ void matmul(const KernelArgs &args) {
     args.fail("the result is not [..., " + std::to_string(shape.m) + ", " +
               std::to_string(shape.n) + "]");
   shape.output = outputType(args);
-  const char *lhs = static_cast<const char *>(asBf16(args, 0));
-  const char *rhs = static_cast<const char *>(asBf16(args, 1));
+  shape.input = inputType(args);
+  const char *lhs = static_cast<const char *>(operandAs(args, 0, shape.input));
+  const char *rhs = static_cast<const char *>(operandAs(args, 1, shape.input));
+  int64_t inWidth = shape.input == CUDA_R_16BF ? 2 : 4;
   char *out = static_cast<char *>(args.out(0).data);
   int64_t outWidth = shape.output == CUDA_R_16BF ? 2 : 4;
 
@@ -100,7 +110,7 @@ void matmul(const KernelArgs &args) {
       a += index[d] * lhsStrides[d];
       b += index[d] * rhsStrides[d];
     }
-    args.blas.matmul(shape, lhs + a * lhsMatrix * 2, rhs + b * rhsMatrix * 2,
+    args.blas.matmul(shape, lhs + a * lhsMatrix * inWidth, rhs + b * rhsMatrix * inWidth,
                      out + i * shape.m * shape.n * outWidth, false, args.stream);
     for (size_t d = batch.size(); d-- > 0;) {
       if (++index[d] < batch[d])
@@ -133,7 +143,9 @@ void linear(const KernelArgs &args) {
               std::to_string(shape.n));
   shape.m = product(xs, 0, xs.size() - 1);
   shape.output = outputType(args);
-  args.blas.matmul(shape, asBf16(args, 0), asBf16(args, 1), args.out(0).data, false, args.stream);
+  shape.input = inputType(args);
+  args.blas.matmul(shape, operandAs(args, 0, shape.input), operandAs(args, 1, shape.input),
+                   args.out(0).data, false, args.stream);
   if (args.operandCount() == 3) {
     addBias<<<gridFor(shape.m * shape.n), 256, 0, args.stream>>>(args.out(0).ref(),
                                                                   args.in(2).ref(), shape.m,
