@@ -43,12 +43,14 @@ part gpu-matmul build/test/mt-gpu-matmul-test
 part gpu-pinned build/test/mt-gpu-pinned-test $plans/demo.mtp
 
 # Every kernel, forward and backward, against the host backend: one step of each op family's
-# test graph, loss and every gradient (bf16 storage: within 3e-2 of the largest element).
-# With fp32 device storage the same graphs must agree to 1e-4: a kernel's own error.
+# test graph, loss and every gradient. With fp32 device storage they must agree to 1e-4: each
+# kernel's own error. With bf16 storage the error is the rounding carried through the graph
+# (within 6e-2 of each gradient's largest element: the elementwise graph's gradient of b is a
+# difference of terms ten times its size).
 for plan in $plans/gradients/*.mtp; do
   name=$(basename "$plan" .mtp)
   part "kernels-$name" $run "$plan" --check-against-host --init random --seed 1 \
-    --data $plans/gradients/ids.tokens
+    --data $plans/gradients/ids.tokens --check-tolerance 6e-2
   part "kernels-fp32-$name" $run $plans/gradients-fp32/$name.mtp --check-against-host \
     --init random --seed 1 --data $plans/gradients/ids.tokens --check-tolerance 1e-4
 done

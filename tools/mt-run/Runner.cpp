@@ -327,9 +327,22 @@ int train(const Options &options) {
   std::vector<const float *> weights;
   for (const ParameterState &p : state.parameters)
     weights.push_back(p.master);
+  // A language model takes input_ids and targets (".m" per layer-major micro-batch); a test
+  // graph's integer inputs of other names each take the stream's next tokens.
+  bool languageModel = std::any_of(
+      plan.step().inputs().begin(), plan.step().inputs().end(), [](const plan::Input &input) {
+        return input.name() == "input_ids" || input.name() == "input_ids.0";
+      });
   auto nextInputs = [&](int64_t parts) {
     std::map<std::string, std::vector<int64_t>> inputs;
-    for (int64_t part = 0; part < parts; ++part) {
+    if (!languageModel)
+      for (const plan::Input &input : plan.step().inputs()) {
+        int64_t count = 1;
+        for (int64_t d : plan.step().values(input.value()).type().shape())
+          count *= d;
+        inputs[input.name()] = data.next(1, count, plan.vocabulary()).inputs;
+      }
+    for (int64_t part = 0; part < (languageModel ? parts : 0); ++part) {
       Batch tokens = data.next(batch, length, plan.vocabulary());
       std::string suffix = layerMajor ? "." + std::to_string(part) : "";
       inputs["input_ids" + suffix] = std::move(tokens.inputs);
