@@ -42,24 +42,6 @@ bool leavesInFp32(Value value) {
   return false;
 }
 
-/// Device tensors are bf16 (or what the module's kDeviceFloatBytes says), except scalars
-/// (losses: rounding them costs 3 digits and saves nothing) and those leaving in fp32
-/// (leavesInFp32); integers keep their width.
-int64_t deviceBytes(Value value) {
-  auto type = llvm::cast<RankedTensorType>(value.getType());
-  int64_t width = 2;
-  Operation *scope = value.getParentBlock()->getParentOp();
-  auto module = llvm::isa<ModuleOp>(scope) ? llvm::cast<ModuleOp>(scope)
-                                           : scope->getParentOfType<ModuleOp>();
-  if (auto floatBytes = module ? module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes) : nullptr)
-    width = floatBytes.getInt();
-  if (!llvm::isa<FloatType>(type.getElementType()))
-    width = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  else if (type.getRank() == 0 || leavesInFp32(value))
-    width = 4;
-  return numElements(type.getShape()) * width;
-}
-
 /// The position of the last op among `position` that reads `result` (made at `made`), and
 /// whether it is also read past them (returned).
 std::pair<size_t, bool> lastUse(Value result, size_t made,
@@ -77,6 +59,24 @@ std::pair<size_t, bool> lastUse(Value result, size_t made,
 }
 
 } // namespace
+
+/// Device tensors are bf16 (or what the module's kDeviceFloatBytes says), except scalars
+/// (losses: rounding them costs 3 digits and saves nothing) and those leaving in fp32
+/// (leavesInFp32); integers keep their width.
+int64_t deviceBytes(Value value) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  int64_t width = 2;
+  Operation *scope = value.getParentBlock()->getParentOp();
+  auto module = llvm::isa<ModuleOp>(scope) ? llvm::cast<ModuleOp>(scope)
+                                           : scope->getParentOfType<ModuleOp>();
+  if (auto floatBytes = module ? module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes) : nullptr)
+    width = floatBytes.getInt();
+  if (!llvm::isa<FloatType>(type.getElementType()))
+    width = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  else if (type.getRank() == 0 || leavesInFp32(value))
+    width = 4;
+  return numElements(type.getShape()) * width;
+}
 
 bool producesDeviceValues(Operation *op) {
   return !llvm::isa<ParamOp, ConstantOp, OffloadOp, func::ReturnOp>(op);

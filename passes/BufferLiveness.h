@@ -33,6 +33,11 @@ struct BufferLiveness {
 /// arguments (token inputs) from the start, and each call's template workspace.
 BufferLiveness analyzeBuffers(mlir::func::FuncOp step);
 
+/// The bytes `value` takes on the device: bf16 floats (or the module's kDeviceFloatBytes),
+/// fp32 for scalars and values leaving the device or the step as gradients or the loss,
+/// integers at their width.
+int64_t deviceBytes(mlir::Value value);
+
 /// Whether an op's results live on the device (not parameter reads, constants, offloads).
 bool producesDeviceValues(mlir::Operation *op);
 

@@ -90,6 +90,16 @@ part llama-1b $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.toke
 part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 4 \
   --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda
 
+# Measured device memory (the executor's buffers and the most scratch a command used) within
+# the plan's peak (its arena and reserve), at every step of every device run.
+part memory python3 -c "
+import glob, json, sys
+rows = [(f, json.loads(line)) for f in sorted(glob.glob('$out/*.jsonl')) for line in open(f)]
+rows = [(f, r) for f, r in rows if 'plan_peak_bytes' in r]
+over = [(f, r['step']) for f, r in rows if r['device_bytes'] > r['plan_peak_bytes']]
+print(len(rows), 'device steps;', len(over), 'over the plan:', over)
+sys.exit(1 if over or not rows else 0)"
+
 part adamw build/test/mt-adamw-test
 part calibrate-gpu $run --calibrate "$out/gpu-profile.json" --backend=cuda
 exit "$failed"

@@ -137,16 +137,22 @@ Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions opt
   for (const plan::Input &input : stepProgram.inputs())
     inputBytes += alignUp(elementsOf(stepProgram.values(input.value()).type()) * 8, kAlignment);
 
+  if (plan.blas_workspace_bytes() <= 0)
+    throw CudaError("the plan reserves no device memory beside its arena; recompile it with "
+                    "this mtc");
   size_t freeBytes = 0, totalBytes = 0;
   MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
-  int64_t needed = arenaBytes + static_cast<int64_t>(constants.size()) + inputBytes;
+  int64_t needed = arenaBytes + static_cast<int64_t>(constants.size()) + inputBytes +
+                   plan.scratch_bytes() + plan.blas_workspace_bytes();
   if (needed > static_cast<int64_t>(freeBytes))
     throw CudaError("the plan needs " + std::to_string(needed) + " bytes of device memory (arena " +
                     std::to_string(arenaBytes) + ") but the device has " +
                     std::to_string(freeBytes) + " free; compile with --device-memory");
 
-  blas = std::make_unique<CublasLt>();
-  deviceMemory.blasWorkspace = 64 << 20;
+  blas = std::make_unique<CublasLt>(plan.blas_workspace_bytes());
+  deviceMemory.blasWorkspace = plan.blas_workspace_bytes();
+  scratch = std::make_unique<Scratch>(plan.scratch_bytes());
+  deviceMemory.scratch = plan.scratch_bytes();
   MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&arena), std::max<int64_t>(arenaBytes, 1)));
   deviceMemory.arena = arenaBytes;
   MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&constantPool),
@@ -308,8 +314,8 @@ void Executor::runCommand(const plan::Command &command, const std::vector<Device
   std::vector<DeviceTensor> operands;
   for (int id : command.operands())
     operands.push_back(values[id]);
-  scratch.reset();
-  runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, scratch));
+  scratch->reset();
+  runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, *scratch));
 }
 
 void Executor::runTemplate(int index, const std::vector<DeviceTensor> &arguments,
@@ -420,8 +426,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     MT_CUDA_CHECK(cudaEventRecord(timing[1 + s], streams[s]));
   for (cudaStream_t stream : streams)
     MT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  scratch.reset();
-  deviceMemory.scratch = static_cast<int64_t>(scratch.capacity());
+  deviceMemory.scratchUsed = static_cast<int64_t>(scratch->peak());
 
   for (int s = 0; s < 3; ++s) {
     float ms = 0;

@@ -45,9 +45,10 @@ struct StepMeasures {
   std::vector<CommandTiming> commands; // with timeCommands
 };
 
-/// Device memory the executor holds, by use.
+/// Device memory the executor holds, by use: what the plan counts as its peak.
 struct DeviceMemory {
   int64_t arena = 0, scratch = 0, blasWorkspace = 0, constants = 0, inputs = 0;
+  int64_t scratchUsed = 0; // the most one command's kernels have used
   int64_t total() const { return arena + scratch + blasWorkspace + constants + inputs; }
 };
 
@@ -87,7 +88,7 @@ private:
   HostState &state;
   ExecutorOptions options;
   std::unique_ptr<CublasLt> blas;
-  Scratch scratch;
+  std::unique_ptr<Scratch> scratch;
   cudaStream_t streams[3] = {nullptr, nullptr, nullptr};
   std::vector<cudaEvent_t> events;
   char *arena = nullptr, *constantPool = nullptr, *inputPool = nullptr;

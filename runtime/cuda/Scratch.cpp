@@ -3,42 +3,25 @@
 
 #include "runtime/cuda/CudaCheck.h"
 
+#include <algorithm>
+
 namespace mt::cuda {
 
-Scratch::~Scratch() {
-  for (void *block : overflow)
-    cudaFree(block);
-  cudaFree(region);
+Scratch::Scratch(size_t capacity) : bytes(capacity) {
+  if (bytes > 0)
+    MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&region), bytes));
 }
 
-void *Scratch::take(size_t bytes) {
-  bytes = (bytes + 255) / 256 * 256;
-  if (used + bytes <= regionBytes) {
-    void *at = region + used;
-    used += bytes;
-    return at;
-  }
-  void *block = nullptr;
-  MT_CUDA_CHECK(cudaMalloc(&block, bytes));
-  overflow.push_back(block);
-  overflowBytes += bytes;
-  return block;
-}
+Scratch::~Scratch() { cudaFree(region); }
 
-void Scratch::reset() {
-  if (!overflow.empty()) {
-    // cudaFree waits for the device, so work that reads these blocks has finished.
-    size_t needed = used + overflowBytes;
-    for (void *block : overflow)
-      MT_CUDA_CHECK(cudaFree(block));
-    overflow.clear();
-    overflowBytes = 0;
-    MT_CUDA_CHECK(cudaFree(region));
-    region = nullptr;
-    MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&region), needed));
-    regionBytes = needed;
-  }
-  used = 0;
+void *Scratch::take(size_t request) {
+  request = (request + 255) / 256 * 256;
+  if (used + request > bytes)
+    return nullptr;
+  void *at = region + used;
+  used += request;
+  highest = std::max(highest, used);
+  return at;
 }
 
 } // namespace mt::cuda

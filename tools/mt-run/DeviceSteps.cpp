@@ -53,10 +53,13 @@ void DeviceSteps::printStartup(int64_t parameters) const {
               static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())),
               plan.accumulation().empty() ? "layer-major" : plan.accumulation().c_str(),
               plan.templates_size(), plan.events(), plan.predicted_step_seconds());
-  std::printf("device mem  | plan's peak (arena) %.3f GiB | constants %.1f KiB | token inputs "
-              "%.1f KiB | cuBLASLt workspace %.0f MiB\n",
-              gib(static_cast<double>(plan.arena_bytes())), memory.constants / 1024.0,
-              memory.inputs / 1024.0, memory.blasWorkspace / 1048576.0);
+  std::printf("device mem  | held %.3f GiB of the plan's peak %.3f GiB: arena %.3f GiB, "
+              "kernel scratch %.1f MiB, cuBLASLt workspace %.1f MiB, token inputs %.1f KiB, "
+              "constants %.1f KiB\n",
+              gib(static_cast<double>(memory.total())), gib(static_cast<double>(planPeak())),
+              gib(static_cast<double>(memory.arena)), memory.scratch / 1048576.0,
+              memory.blasWorkspace / 1048576.0, memory.inputs / 1024.0,
+              memory.constants / 1024.0);
 }
 
 double DeviceSteps::run(const TokenInputs &inputs) {
@@ -65,16 +68,27 @@ double DeviceSteps::run(const TokenInputs &inputs) {
   return last.loss;
 }
 
+int64_t DeviceSteps::planPeak() const {
+  return plan.arena_bytes() + plan.scratch_bytes() + plan.blas_workspace_bytes() +
+         plan.input_bytes() + plan.constant_bytes();
+}
+
+int64_t DeviceSteps::held() const {
+  // Scratch counts as what the kernels used; the rest is held whole.
+  const cuda::DeviceMemory &memory = executor->memory();
+  return memory.total() - memory.scratch + memory.scratchUsed;
+}
+
 std::string DeviceSteps::report() const {
   char line[512];
   double seconds = last.ms / 1000.0;
   std::snprintf(line, sizeof line,
                 " | device %.1f ms | %.1f TFLOPS | h2d %.1f GB/s | d2h %.1f GB/s | compute %.0f%% "
-                "busy | memory %.3f GiB (arena %.3f + scratch %.3f)",
+                "busy | device memory %.3f GiB <= plan %.3f GiB (process %.3f GiB)",
                 last.ms, plan.model_flops() / seconds / 1e12, last.copiedBytes[0] / seconds / 1e9,
                 last.copiedBytes[1] / seconds / 1e9, 100.0 * last.busyMs[1] / last.ms,
-                gib(static_cast<double>(used)), gib(static_cast<double>(plan.arena_bytes())),
-                gib(static_cast<double>(executor->memory().scratch)));
+                gib(static_cast<double>(held())), gib(static_cast<double>(planPeak())),
+                gib(static_cast<double>(used)));
   return line;
 }
 
@@ -85,9 +99,9 @@ std::string DeviceSteps::metrics() const {
   out << ",\"device_ms\":" << last.ms << ",\"tflops\":" << plan.model_flops() / seconds / 1e12
       << ",\"h2d_gbps\":" << last.copiedBytes[0] / seconds / 1e9
       << ",\"d2h_gbps\":" << last.copiedBytes[1] / seconds / 1e9
-      << ",\"compute_busy\":" << last.busyMs[1] / last.ms << ",\"device_bytes\":" << used
-      << ",\"plan_arena_bytes\":" << plan.arena_bytes()
-      << ",\"scratch_bytes\":" << executor->memory().scratch;
+      << ",\"compute_busy\":" << last.busyMs[1] / last.ms << ",\"device_bytes\":" << held()
+      << ",\"plan_peak_bytes\":" << planPeak() << ",\"process_device_bytes\":" << used
+      << ",\"scratch_used_bytes\":" << executor->memory().scratchUsed;
   return out.str();
 }
 

@@ -38,6 +38,12 @@ public:
   void writeTrace(const std::string &path) const;
 
 private:
+  /// The plan's peak device memory: its arena and the reserve beside it.
+  int64_t planPeak() const;
+  /// What the step's buffers and kernels used: the arena, pools and workspace the executor
+  /// holds, and the most scratch one command used.
+  int64_t held() const;
+
   const plan::Plan &plan;
   std::unique_ptr<cuda::Executor> executor;
   cuda::StepMeasures last;

@@ -8,6 +8,7 @@
 #include "ir/ShapeRules.h"
 #include "passes/BufferLiveness.h"
 #include "passes/DeviceProfile.h"
+#include "passes/DeviceReserve.h"
 #include "passes/Passes.h"
 #include "passes/StepCostModel.h"
 #include "plan/PlanEmitter.h"
@@ -244,10 +245,12 @@ FailureOr<double> deviceBudget() {
   return *bytes;
 }
 
-int64_t arenaBytes(ModuleOp module) {
+/// The scheduled step's peak device memory: its arena and the reserve beside it.
+int64_t peakDeviceBytes(ModuleOp module) {
   return module.lookupSymbol<func::FuncOp>("train_step")
-      ->getAttrOfType<IntegerAttr>("mt.arena_bytes")
-      .getInt();
+             ->getAttrOfType<IntegerAttr>("mt.arena_bytes")
+             .getInt() +
+         deviceReserve(module).total();
 }
 
 /// Schedules the step with the recompute interval K that --recompute-interval names, or the
@@ -278,7 +281,7 @@ FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget, bo
     buildSchedulePassPipeline(pm, options);
     if (failed(pm.run(*attempt)))
       return failure();
-    int64_t arena = arenaBytes(*attempt);
+    int64_t arena = peakDeviceBytes(*attempt);
     if (arena <= budget) {
       module = std::move(attempt);
       return k;
@@ -294,7 +297,7 @@ FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget, bo
   // What the smallest plan's memory is made of, as the cost model sees it.
   FailureOr<StepEstimate> parts = estimate(*best, bestInterval, "layer-major");
   llvm::errs() << "mtc: the plan needs " << formatBytes(smallest)
-               << " of device memory (its arena, recompute interval " << bestInterval
+               << " of device memory (its arena and reserve, recompute interval " << bestInterval
                << "; the cost model's largest phase is "
                << (succeeded(parts) ? parts->peakBreakdown : std::string("unknown")) << ") but "
                << formatBytes(budget) << " are available"
@@ -363,7 +366,9 @@ void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &
                       step->layers, step->templates, step->recomputeInterval,
                       step->accumulation, step->checkpointsOnDevice ? "device" : "host");
   os << "device      peak " << formatBytes(step->peakDeviceBytes)
-     << " (the plan's arena; the cost model's largest phase: " << step->peakBreakdown << ")\n";
+     << " (the plan's arena, kernel scratch, cuBLASLt workspace, inputs and constants; the "
+        "cost model's largest phase: "
+     << step->peakBreakdown << ")\n";
   os << llvm::formatv("host        {0}, {1:f1} bytes per parameter\n",
                       formatBytes(step->hostBytes), step->hostBytesPerParam);
   os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",
@@ -387,6 +392,11 @@ bool writePlan(ModuleOp module, const StepEstimate &step) {
   plan.set_model_flops(step.flopsPerStep);
   plan.set_recompute_interval(step.recomputeInterval);
   plan.set_predicted_step_seconds(step.predictedStepSeconds);
+  DeviceReserve reserve = deviceReserve(module);
+  plan.set_scratch_bytes(reserve.scratch);
+  plan.set_blas_workspace_bytes(reserve.blasWorkspace);
+  plan.set_input_bytes(reserve.inputs);
+  plan.set_constant_bytes(reserve.constants);
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
   if (!output) {
@@ -482,7 +492,7 @@ int compilerMain(int argc, char **argv) {
       return 1;
     step = *estimated;
     if (stage >= Stage::Schedule && schedule)
-      step->peakDeviceBytes = arenaBytes(*module);
+      step->peakDeviceBytes = peakDeviceBytes(*module);
   }
   if (stage == Stage::Plan && summary == Summary::None)
     return writePlan(*module, *step) ? 0 : 1;

@@ -70,7 +70,14 @@ std::vector<int64_t> KernelArgs::broadcastStrides(const std::vector<int64_t> &sh
   return strides;
 }
 
-void *KernelArgs::scratch(size_t bytes) const { return scratchMemory.take(bytes); }
+void *KernelArgs::scratch(size_t bytes) const {
+  void *region = scratchMemory.take(bytes);
+  if (!region)
+    fail("its kernels ask for " + std::to_string(bytes) + " more bytes of scratch than the " +
+         std::to_string(scratchMemory.capacity()) +
+         " the plan reserves (passes/DeviceReserve.cpp no longer matches the kernel)");
+  return region;
+}
 
 void checkLaunch(const KernelArgs &args) {
   cudaError_t status = cudaGetLastError();

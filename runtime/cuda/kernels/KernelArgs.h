@@ -62,6 +62,7 @@ public:
 
   /// Device memory for this command's temporaries, `bytes` rounded up to 256; each call
   /// returns a region of its own, valid for the work this command enqueues on `stream`.
+  /// Fails, naming the op, beyond what the plan reserves for the op (passes/DeviceReserve).
   void *scratch(size_t bytes) const;
 
   cudaStream_t stream;

@@ -1,0 +1,107 @@
+// The device memory a step needs beside its arena. The scratch formulas follow the kernels in
+// runtime/cuda/kernels: a kernel that asks for more than its op's bound fails there.
+#include "passes/DeviceReserve.h"
+
+#include "ir/MtOps.h"
+#include "ir/ShapeRules.h"
+#include "passes/BufferLiveness.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace mt {
+
+namespace {
+
+constexpr int64_t kAlignment = 256;
+/// Partial results per output of a split reduction (kMaxChunks in Normalization.cu).
+constexpr int64_t kMaxChunks = 256;
+/// Requests of one command rounded up to the alignment.
+constexpr int64_t kRoundingSlack = 4 * kAlignment;
+
+int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+int64_t elements(Value value) {
+  return numElements(llvm::cast<RankedTensorType>(value.getType()).getShape());
+}
+
+int64_t lastDim(Value value) {
+  auto shape = llvm::cast<RankedTensorType>(value.getType()).getShape();
+  return shape.empty() ? 1 : shape.back();
+}
+
+bool fp32OnDevice(Value value) {
+  return llvm::isa<FloatType>(llvm::cast<RankedTensorType>(value.getType()).getElementType()) &&
+         deviceBytes(value) == 4 * elements(value);
+}
+
+/// Bytes of `value`'s elements as device constants: reals in fp32, integers at their width.
+int64_t constantBytes(Value value) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  int64_t width = llvm::isa<FloatType>(type.getElementType())
+                      ? 4
+                      : std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  return alignUp(numElements(type.getShape()) * width);
+}
+
+} // namespace
+
+int64_t kernelScratchBytes(Operation *op) {
+  llvm::StringRef name = op->getName().getStringRef();
+  int64_t floats = 0;
+  if (name == "mt.reduce_sum" || name == "mt.reduce_mean" || name == "mt.reduce_max") {
+    floats = std::min(elements(op->getOperand(0)), elements(op->getResult(0)) * kMaxChunks);
+  } else if (name == "mt.reduce_max_grad") {
+    floats = 2 * elements(op->getOperand(1));
+  } else if (name == "mt.rms_norm_grad" || name == "mt.layer_norm_grad") {
+    Value x = op->getOperand(0);
+    int64_t d = std::max<int64_t>(lastDim(x), 1), rows = elements(x) / d;
+    int64_t copies = name == "mt.layer_norm_grad" ? 2 : 1;
+    floats = copies * (rows + std::min(d * kMaxChunks, elements(x)));
+  } else if (name == "mt.cross_entropy") {
+    floats = elements(op->getOperand(1));
+  } else if (name == "mt.attention_grad") {
+    Value query = op->getOperand(0);
+    floats = 2 * elements(query) / std::max<int64_t>(lastDim(query), 1);
+  } else if (name == "mt.scatter_add") {
+    if (!fp32OnDevice(op->getResult(0)))
+      floats = elements(op->getResult(0));
+  } else if (name == "mt.matmul" || name == "mt.linear") {
+    // A product of two fp32 operands runs in fp32; otherwise fp32 operands are copied to bf16.
+    bool lhs = fp32OnDevice(op->getOperand(0)), rhs = fp32OnDevice(op->getOperand(1));
+    if (lhs != rhs)
+      return elements(op->getOperand(lhs ? 0 : 1)) * 2 + kRoundingSlack;
+  }
+  return floats ? floats * 4 + kRoundingSlack : 0;
+}
+
+DeviceReserve deviceReserve(ModuleOp module) {
+  DeviceReserve reserve;
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return reserve;
+  for (BlockArgument input : step.getArguments())
+    reserve.inputs += alignUp(elements(input) * 8); // the runtime holds token ids as int64
+  llvm::SmallPtrSet<Operation *, 8> functions{step};
+  step.walk([&](func::CallOp call) {
+    if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+      functions.insert(callee);
+  });
+  int64_t largestProduct = 0;
+  for (Operation *function : functions)
+    function->walk([&](Operation *op) {
+      if (llvm::isa<ConstantOp>(op))
+        reserve.constants += constantBytes(op->getResult(0));
+      else
+        reserve.scratch = std::max(reserve.scratch, kernelScratchBytes(op));
+      if (llvm::isa<MatmulOp, LinearOp>(op))
+        largestProduct = std::max(largestProduct, elements(op->getResult(0)) * 4);
+    });
+  reserve.blasWorkspace = std::clamp<int64_t>(largestProduct, 1 << 20, 32 << 20);
+  return reserve;
+}
+
+} // namespace mt
