@@ -91,14 +91,23 @@ part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b
   --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda
 
 # Measured device memory (the executor's buffers and the most scratch a command used) within
-# the plan's peak (its arena and reserve), at every step of every device run.
+# the plan's peak (its arena and reserve), at every step of every device run but the
+# serialized one, which gives every buffer its own memory on purpose.
 part memory python3 -c "
 import glob, json, sys
 rows = [(f, json.loads(line)) for f in sorted(glob.glob('$out/*.jsonl')) for line in open(f)]
-rows = [(f, r) for f, r in rows if 'plan_peak_bytes' in r]
+rows = [(f, r) for f, r in rows if 'plan_peak_bytes' in r and 'serial' not in f]
 over = [(f, r['step']) for f, r in rows if r['device_bytes'] > r['plan_peak_bytes']]
 print(len(rows), 'device steps;', len(over), 'over the plan:', over)
 sys.exit(1 if over or not rows else 0)"
+
+# Side by side with the peers (shared/bench/peer_bench.py) at their "1b" shape, 4 x 2048
+# tokens a step: mt streaming every layer from host memory, PyTorch with the whole model on
+# the GPU, and PyTorch FSDP2 with CPU offload. Steps are medians (mt: its metrics).
+part bench-mt-1b $run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens --steps 8 \
+  --lr 1e-4 --backend=cuda --metrics "$out/bench-mt-1b.jsonl"
+part bench-peer-gpu-1b python3 $plans/peer_bench.py gpu 1b 2048 4 6
+part bench-peer-fsdp-1b python3 $plans/peer_bench.py fsdpf 1b 2048 4 4
 
 part adamw build/test/mt-adamw-test
 part calibrate-gpu $run --calibrate "$out/gpu-profile.json" --backend=cuda

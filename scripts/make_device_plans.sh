@@ -46,3 +46,14 @@ cp "$fixtures/reference/gpt2.tokens" "$fixtures/reference/llama.tokens" "$out/"
 import numpy as np
 np.random.default_rng(0).integers(0, 32000, 4 * 1024 * 24, dtype=np.uint16).tofile('$out/llama-1b.tokens')"
 rm "$out/llama-1b.onnx"
+
+# The peers' "1b" shape (shared/bench/peer_bench.py: hidden 2048, 16 layers, 16 heads,
+# SwiGLU 5632, vocabulary 32000) at 4 x 2048 tokens a step, for the side-by-side benchmark;
+# the peer script travels with the plans.
+/usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-1b.onnx" 16 2048 16 16 5632 32000 2048
+"$mtc" "$out/bench-1b.onnx" --input-shape input_ids:4x2048 -o "$out/bench-1b.mtp"
+/usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(1).integers(0, 32000, 4 * 2049 * 12, dtype=np.uint16).tofile('$out/bench-1b.tokens')"
+rm "$out/bench-1b.onnx"
+cp "$root/../shared/bench/peer_bench.py" "$out/"

@@ -45,7 +45,7 @@ CublasLt::~CublasLt() {
 
 const CublasLt::Plan &CublasLt::planFor(const MatmulShape &s, bool accumulate) {
   Key key{s.m, s.n, s.k, s.transposeA, s.transposeB, s.batch, s.strideA, s.strideB, s.strideC,
-          static_cast<int>(s.output), static_cast<int>(s.input), accumulate};
+          static_cast<int>(s.output), static_cast<int>(s.input), s.bias, accumulate};
   auto found = plans.find(key);
   if (found != plans.end())
     return found->second;
@@ -58,6 +58,14 @@ const CublasLt::Plan &CublasLt::planFor(const MatmulShape &s, bool accumulate) {
                                                &first, sizeof(first)));
   MT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB,
                                                &second, sizeof(second)));
+  if (s.bias) {
+    // cuBLASLt's rows are the row-major product's columns: its per-row bias is ours per column.
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    MT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                 &epilogue, sizeof(epilogue)));
+    MT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+        plan.operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &s.output, sizeof(s.output)));
+  }
   plan.a = s.transposeB ? layoutOf(s.input, s.n, s.k, s.batch, s.strideB)
                         : layoutOf(s.input, s.k, s.n, s.batch, s.strideB);
   plan.b = s.transposeA ? layoutOf(s.input, s.k, s.m, s.batch, s.strideA)
@@ -84,8 +92,13 @@ const CublasLt::Plan &CublasLt::planFor(const MatmulShape &s, bool accumulate) {
 }
 
 void CublasLt::matmul(const MatmulShape &shape, const void *a, const void *b, void *c,
-                      bool accumulate, cudaStream_t stream) {
+                      bool accumulate, cudaStream_t stream, const void *bias) {
+  if (shape.bias != (bias != nullptr))
+    throw CudaError("a product with a bias epilogue needs the bias vector, and only it");
   const Plan &plan = planFor(shape, accumulate);
+  if (bias)
+    MT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+        plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   MT_CUDA_CHECK(cublasLtMatmul(handle, plan.operation, &alpha, b, plan.a, a, plan.b, &beta, c,
                                plan.c, c, plan.c, &plan.algorithm, workspace, workspaceBytes,

@@ -21,6 +21,9 @@ struct MatmulShape {
   int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
   cudaDataType_t output = CUDA_R_32F; // CUDA_R_32F or CUDA_R_16BF
   cudaDataType_t input = CUDA_R_16BF;  // both operands: CUDA_R_16BF or CUDA_R_32F
+  /// Adds a bias vector of n elements, in the output's type, to every row of C in the
+  /// product's epilogue: no extra pass over C.
+  bool bias = false;
 };
 
 class CublasLt {
@@ -30,14 +33,15 @@ public:
   CublasLt(const CublasLt &) = delete;
   CublasLt &operator=(const CublasLt &) = delete;
 
-  /// Enqueues C = op(A) @ op(B) on `stream`, or C += op(A) @ op(B) with `accumulate` (weight
-  /// gradients summed in place). Throws naming m, n and k when cuBLASLt has no algorithm.
+  /// Enqueues C = op(A) @ op(B) (+ bias) on `stream`, or C += op(A) @ op(B) with
+  /// `accumulate` (weight gradients summed in place). Throws naming m, n and k when cuBLASLt
+  /// has no algorithm.
   void matmul(const MatmulShape &shape, const void *a, const void *b, void *c, bool accumulate,
-              cudaStream_t stream);
+              cudaStream_t stream, const void *bias = nullptr);
 
 private:
   using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t,
-                         int64_t, int, int, bool>;
+                         int64_t, int, int, bool, bool>;
   struct Plan {
     cublasLtMatmulDesc_t operation = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;

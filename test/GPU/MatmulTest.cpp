@@ -47,9 +47,11 @@ double runCase(CublasLt &blas, const MatmulShape &s, bool accumulate, std::mt199
     x = toBf16(normal(random));
   for (uint16_t &x : b)
     x = toBf16(normal(random));
-  std::vector<float> initial(s.batch * s.m * s.n);
+  std::vector<float> initial(s.batch * s.m * s.n), bias(s.bias ? s.n : 0);
   for (float &x : initial)
     x = accumulate ? fromBf16(toBf16(normal(random))) : 0.0f;
+  for (float &x : bias) // bf16 values, so that a bf16 bias holds them exactly
+    x = fromBf16(toBf16(normal(random)));
 
   // The CPU reference in double on the same bf16 values.
   std::vector<double> expected(initial.begin(), initial.end());
@@ -64,21 +66,27 @@ double runCase(CublasLt &blas, const MatmulShape &s, bool accumulate, std::mt199
                                (s.transposeB ? j * s.k + l : l * s.n + j)]);
           sum += static_cast<double>(x) * y;
         }
-        expected[(p * s.m + i) * s.n + j] += sum;
+        expected[(p * s.m + i) * s.n + j] += sum + (s.bias ? bias[j] : 0.0);
       }
 
   uint16_t *deviceA = upload(a), *deviceB = upload(b);
   std::vector<float> got(initial.size());
   if (s.output == CUDA_R_32F) {
     float *deviceC = upload(initial);
-    blas.matmul(s, deviceA, deviceB, deviceC, accumulate, nullptr);
+    float *deviceBias = s.bias ? upload(bias) : nullptr;
+    blas.matmul(s, deviceA, deviceB, deviceC, accumulate, nullptr, deviceBias);
+    cudaFree(deviceBias);
     MT_CUDA_CHECK(cudaMemcpy(got.data(), deviceC, got.size() * 4, cudaMemcpyDeviceToHost));
     MT_CUDA_CHECK(cudaFree(deviceC));
   } else {
     std::vector<uint16_t> initialBf16(initial.size()), gotBf16(initial.size());
     std::transform(initial.begin(), initial.end(), initialBf16.begin(), toBf16);
     uint16_t *deviceC = upload(initialBf16);
-    blas.matmul(s, deviceA, deviceB, deviceC, accumulate, nullptr);
+    std::vector<uint16_t> biasBf16(bias.size());
+    std::transform(bias.begin(), bias.end(), biasBf16.begin(), toBf16);
+    uint16_t *deviceBias = s.bias ? upload(biasBf16) : nullptr;
+    blas.matmul(s, deviceA, deviceB, deviceC, accumulate, nullptr, deviceBias);
+    cudaFree(deviceBias);
     MT_CUDA_CHECK(cudaMemcpy(gotBf16.data(), deviceC, got.size() * 2, cudaMemcpyDeviceToHost));
     std::transform(gotBf16.begin(), gotBf16.end(), got.begin(), fromBf16);
     MT_CUDA_CHECK(cudaFree(deviceC));
@@ -108,9 +116,12 @@ int main() {
     for (int transposes = 0; transposes < 4; ++transposes)
       for (int64_t batch : {1, 3})
         for (cudaDataType_t output : {CUDA_R_32F, CUDA_R_16BF})
-          for (bool accumulate : {false, true}) {
+          for (int variant = 0; variant < 3; ++variant) {
+            // Plain, accumulating into C, and with a bias epilogue.
+            bool accumulate = variant == 1;
             MatmulShape s{m, n, k, bool(transposes & 1), bool(transposes & 2), batch,
                           batch > 1 ? m * k : 0, 0, batch > 1 ? m * n : 0, output};
+            s.bias = variant == 2;
             double error = runCase(blas, s, accumulate, random);
             double tolerance = output == CUDA_R_32F ? 1e-4 : 1e-2;
             ++cases;
@@ -119,7 +130,7 @@ int main() {
               std::printf("FAIL: m=%lld n=%lld k=%lld transposes=%d batch=%lld %s%s: error %.2e\n",
                           (long long)m, (long long)n, (long long)k, transposes, (long long)batch,
                           output == CUDA_R_32F ? "fp32" : "bf16",
-                          accumulate ? " accumulate" : "", error);
+                          accumulate ? " accumulate" : s.bias ? " bias" : "", error);
             }
           }
   std::printf("%d of %d cuBLASLt cases match the CPU reference (fp32 within 1e-4, bf16 "

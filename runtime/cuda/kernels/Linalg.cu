@@ -144,9 +144,13 @@ void linear(const KernelArgs &args) {
   shape.m = product(xs, 0, xs.size() - 1);
   shape.output = outputType(args);
   shape.input = inputType(args);
+  // The bias goes in the product's epilogue when it is stored like the result; otherwise
+  // (an fp32 bias next to a bf16 result) a pass adds it.
+  bool hasBias = args.operandCount() == 3;
+  shape.bias = hasBias && args.in(2).storage == args.out(0).storage;
   args.blas.matmul(shape, operandAs(args, 0, shape.input), operandAs(args, 1, shape.input),
-                   args.out(0).data, false, args.stream);
-  if (args.operandCount() == 3) {
+                   args.out(0).data, false, args.stream, shape.bias ? args.in(2).data : nullptr);
+  if (hasBias && !shape.bias) {
     addBias<<<gridFor(shape.m * shape.n), 256, 0, args.stream>>>(args.out(0).ref(),
                                                                   args.in(2).ref(), shape.m,
                                                                   shape.n);
