@@ -4,7 +4,7 @@
 #ifndef MT_RUNTIME_HOST_KERNELSUPPORT_H
 #define MT_RUNTIME_HOST_KERNELSUPPORT_H
 
-#include "runtime/Broadcast.h"
+#include "runtime/KernelShapes.h"
 #include "runtime/CommandView.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/host/Kernels.h"
@@ -24,14 +24,6 @@ inline int64_t product(const Shape &shape, size_t begin, size_t end) {
   return n;
 }
 inline int64_t product(const Shape &shape) { return product(shape, 0, shape.size()); }
-
-/// Row-major strides of `shape`.
-inline std::vector<int64_t> stridesOf(const Shape &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
 
 template <typename T>
 struct Args : CommandView<KernelError> {

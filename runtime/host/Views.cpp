@@ -45,24 +45,13 @@ void transpose(const Args<T> &args) {
 template <typename T>
 std::pair<int64_t, std::vector<int64_t>> stridedWindow(const Args<T> &args, const Shape &full,
                                                        const Shape &window) {
-  std::vector<int64_t> starts = args.attrInts("starts"), limits = args.attrInts("limits"),
-                       steps = args.attrInts("strides");
-  size_t rank = full.size();
-  if (starts.size() != rank || limits.size() != rank || steps.size() != rank ||
-      window.size() != rank)
-    args.fail("starts, limits, strides and both shapes must have one entry per axis");
-  std::vector<int64_t> fullStrides = stridesOf(full), strides(rank);
   int64_t base = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > full[d] || steps[d] < 1 ||
-        window[d] != (limits[d] - starts[d] + steps[d] - 1) / steps[d])
-      args.fail("the window of axis " + std::to_string(d) + " (" + std::to_string(starts[d]) +
-                ", " + std::to_string(limits[d]) + ", " + std::to_string(steps[d]) +
-                ") does not fit size " + std::to_string(full[d]) + " to give " +
-                std::to_string(window[d]));
-    base += starts[d] * fullStrides[d];
-    strides[d] = steps[d] * fullStrides[d];
-  }
+  std::vector<int64_t> strides;
+  if (std::string error = mt::stridedWindow(full, window, args.attrInts("starts"),
+                                            args.attrInts("limits"), args.attrInts("strides"),
+                                            base, strides);
+      !error.empty())
+    args.fail(error);
   return {base, strides};
 }
 

@@ -3,7 +3,7 @@
 #include "runtime/cuda/kernels/KernelArgs.h"
 
 #include "plan/plan.pb.h"
-#include "runtime/Broadcast.h"
+#include "runtime/KernelShapes.h"
 #include "runtime/CommandView.h"
 #include "runtime/cuda/Scratch.h"
 

@@ -1,5 +1,6 @@
 // Device ports of runtime/host/Normalization.cpp: reduce_*, softmax, rms_norm, layer_norm and
 // cross_entropy with their gradients, in fp32 with fixed-order reductions so runs reproduce.
+#include "runtime/KernelShapes.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/KernelArgs.h"
 
@@ -661,15 +662,12 @@ void normParamGrads(const KernelArgs &args, Ref x, Ref g, const float *means, co
 
 /// The row length (last axis) of a normalization, checking its weight-like operands.
 int64_t normRow(const KernelArgs &args, std::initializer_list<size_t> vectors) {
-  const Shape &shape = args.in(0).shape;
-  if (shape.empty())
-    args.fail("the input must have rank 1 or more");
-  int64_t d = shape.back();
+  std::vector<std::pair<size_t, int64_t>> sizes;
   for (size_t operand : vectors)
-    if (args.in(operand).size() != d)
-      args.fail("operand " + std::to_string(operand) + " has " +
-                std::to_string(args.in(operand).size()) + " elements, not the last axis' " +
-                std::to_string(d));
+    sizes.emplace_back(operand, args.in(operand).size());
+  int64_t d = 0;
+  if (std::string error = mt::normRow(args.in(0).shape, sizes, d); !error.empty())
+    args.fail(error);
   return d;
 }
 

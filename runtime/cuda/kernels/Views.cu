@@ -1,5 +1,6 @@
 // Data movement on the device, the port of runtime/host/Views.cpp: reshape, transpose, slice
 // and its gradient pad, concat, expand, gather and its gradient scatter_add.
+#include "runtime/KernelShapes.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/KernelArgs.h"
@@ -27,13 +28,6 @@ int64_t product(const Shape &shape, size_t begin, size_t end) {
   return n;
 }
 int64_t product(const Shape &shape) { return product(shape, 0, shape.size()); }
-
-Shape stridesOf(const Shape &shape) {
-  Shape strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
 
 /// A row-major walk over a shape: element i moves from src[srcBase + sum(index * srcStrides)]
 /// to dst[dstBase + sum(index * dstStrides)]. Axes are stored innermost first.
@@ -219,24 +213,13 @@ void transpose(const KernelArgs &args) {
 /// strides of `window`'s elements in `full`, checking that `window` is its shape.
 std::pair<int64_t, Shape> stridedWindow(const KernelArgs &args, const Shape &full,
                                         const Shape &window) {
-  Shape starts = args.attrInts("starts"), limits = args.attrInts("limits"),
-        steps = args.attrInts("strides");
-  size_t rank = full.size();
-  if (starts.size() != rank || limits.size() != rank || steps.size() != rank ||
-      window.size() != rank)
-    args.fail("starts, limits, strides and both shapes must have one entry per axis");
-  Shape fullStrides = stridesOf(full), strides(rank);
   int64_t base = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > full[d] || steps[d] < 1 ||
-        window[d] != (limits[d] - starts[d] + steps[d] - 1) / steps[d])
-      args.fail("the window of axis " + std::to_string(d) + " (" + std::to_string(starts[d]) +
-                ", " + std::to_string(limits[d]) + ", " + std::to_string(steps[d]) +
-                ") does not fit size " + std::to_string(full[d]) + " to give " +
-                std::to_string(window[d]));
-    base += starts[d] * fullStrides[d];
-    strides[d] = steps[d] * fullStrides[d];
-  }
+  Shape strides;
+  if (std::string error = mt::stridedWindow(full, window, args.attrInts("starts"),
+                                            args.attrInts("limits"), args.attrInts("strides"),
+                                            base, strides);
+      !error.empty())
+    args.fail(error);
   return {base, strides};
 }
 

@@ -1,0 +1,87 @@
+// Shape rules the kernels of both backends share: each computes what the kernel walks with
+// and returns "" or the message the kernel fails with (naming its op).
+#ifndef MT_RUNTIME_KERNELSHAPES_H
+#define MT_RUNTIME_KERNELSHAPES_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mt {
+
+/// Row-major strides of `shape`.
+inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// Sets `strides` to those of row-major `shape` read as `target` (0 on broadcast axes) and
+/// returns "", or returns why `shape` does not broadcast to `target`.
+inline std::string broadcastStrides(const std::vector<int64_t> &shape,
+                                    const std::vector<int64_t> &target,
+                                    std::vector<int64_t> &strides) {
+  if (shape.size() > target.size())
+    return "cannot broadcast rank " + std::to_string(shape.size()) + " to rank " +
+           std::to_string(target.size());
+  std::vector<int64_t> own = stridesOf(shape);
+  strides.assign(target.size(), 0);
+  size_t lead = target.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == target[lead + d])
+      strides[lead + d] = shape[d] == 1 ? 0 : own[d];
+    else if (shape[d] != 1)
+      return "cannot broadcast axis " + std::to_string(d) + " of size " +
+             std::to_string(shape[d]) + " to " + std::to_string(target[lead + d]);
+  }
+  return "";
+}
+
+/// The window (starts, limits, steps) of `full`: sets `base` to the offset of its first
+/// element and `strides` to those of `window`'s elements in `full`, checking that `window`
+/// is its shape.
+inline std::string stridedWindow(const std::vector<int64_t> &full,
+                                 const std::vector<int64_t> &window,
+                                 const std::vector<int64_t> &starts,
+                                 const std::vector<int64_t> &limits,
+                                 const std::vector<int64_t> &steps, int64_t &base,
+                                 std::vector<int64_t> &strides) {
+  size_t rank = full.size();
+  if (starts.size() != rank || limits.size() != rank || steps.size() != rank ||
+      window.size() != rank)
+    return "starts, limits, strides and both shapes must have one entry per axis";
+  std::vector<int64_t> fullStrides = stridesOf(full);
+  strides.assign(rank, 0);
+  base = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > full[d] || steps[d] < 1 ||
+        window[d] != (limits[d] - starts[d] + steps[d] - 1) / steps[d])
+      return "the window of axis " + std::to_string(d) + " (" + std::to_string(starts[d]) +
+             ", " + std::to_string(limits[d]) + ", " + std::to_string(steps[d]) +
+             ") does not fit size " + std::to_string(full[d]) + " to give " +
+             std::to_string(window[d]);
+    base += starts[d] * fullStrides[d];
+    strides[d] = steps[d] * fullStrides[d];
+  }
+  return "";
+}
+
+/// The row length `d` (last axis) of a normalization of `shape`, checking that each weight-like
+/// operand (index, elements) has d elements.
+inline std::string normRow(const std::vector<int64_t> &shape,
+                           const std::vector<std::pair<size_t, int64_t>> &vectors, int64_t &d) {
+  if (shape.empty())
+    return "the input must have rank 1 or more";
+  d = shape.back();
+  for (auto [operand, size] : vectors)
+    if (size != d)
+      return "operand " + std::to_string(operand) + " has " + std::to_string(size) +
+             " elements, not the last axis' " + std::to_string(d);
+  return "";
+}
+
+} // namespace mt
+
+#endif // MT_RUNTIME_KERNELSHAPES_H
