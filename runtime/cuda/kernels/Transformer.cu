@@ -1,6 +1,7 @@
 // The fused transformer kernels on the device: embedding lookup, rotary embedding and
 // grouped-query attention (flash-style, online softmax, O(T) memory), with the gradients.
 #include "runtime/cuda/kernels/Access.cuh"
+#include "runtime/cuda/kernels/FlashAttention.h"
 #include "runtime/cuda/kernels/KernelArgs.h"
 
 #include <math_constants.h>
@@ -159,6 +160,9 @@ void rope(const KernelArgs &args, bool transposed) {
 // ---------------------------------------------------------------------------------------
 // mt.attention, mt.attention_grad
 //
+// bf16 attention at head depth 64 or 128 runs on tensor cores (FlashAttention.cu); these
+// kernels, on CUDA cores in fp32, serve every other case.
+//
 // Each warp owns one row (a query row forward and for the query gradient, a key row for
 // the key and value gradients); the kWarps warps of a block own neighbouring rows of one
 // head and share the tiles of kTile rows of the other side that they stage, as fp32, in
@@ -172,18 +176,6 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTile = 32;
 constexpr int kMaxDepth = 256;
-
-struct AttentionDims {
-  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
-  float scale;
-  bool causal;
-
-  /// Keys [0, visible) that query row `query` attends to. Causal aligns the first query
-  /// with the first key, as the host does: query i sees keys 0..i.
-  __host__ __device__ int64_t visible(int64_t query) const {
-    return causal && query + 1 < keys ? query + 1 : keys;
-  }
-};
 
 AttentionDims attentionDims(const KernelArgs &args) {
   const auto &q = args.in(0).shape, &k = args.in(1).shape, &v = args.in(2).shape;
@@ -248,12 +240,6 @@ __device__ __forceinline__ void loadRow(float *to, Ref from, int64_t first, int 
     to[c] = loadReal(from, first + c);
 }
 
-/// The key/value head (over batch and heads) that query head `head` (over batch and
-/// heads) reads.
-__device__ __forceinline__ int64_t kvHeadOf(const AttentionDims &a, int64_t head) {
-  return head / a.queryHeads * a.kvHeads + head % a.queryHeads / (a.queryHeads / a.kvHeads);
-}
-
 /// One warp per query row: online softmax over the visible keys, out = sum_j p_j v_j.
 /// Shared: keys [kTile][depth + 1] (padded so that lanes scoring different keys hit
 /// different banks), values [kTile][valueDepth], the warps' query rows [kWarps][depth].
@@ -271,7 +257,7 @@ __global__ void __launch_bounds__(kThreads)
   int64_t head = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
   int64_t row = first + warp;
   bool active = row < a.queries;
-  int64_t kvFirst = kvHeadOf(a, head) * a.keys;
+  int64_t kvFirst = a.kvHeadOf(head) * a.keys;
   if (active)
     loadRow(query, q, (head * a.queries + row) * depth, depth, lane);
   int64_t visible = active ? a.visible(row) : 0, seen = blockVisible(a, first);
@@ -340,7 +326,7 @@ __global__ void __launch_bounds__(kThreads)
   int64_t head = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
   int64_t row = first + warp, at = head * a.queries + row;
   bool active = row < a.queries;
-  int64_t kvFirst = kvHeadOf(a, head) * a.keys;
+  int64_t kvFirst = a.kvHeadOf(head) * a.keys;
   if (active) {
     loadRow(query, q, at * depth, depth, lane);
     loadRow(grad, g, at * valueDepth, valueDepth, lane);
@@ -514,20 +500,6 @@ void withColumnsPerLane(const KernelArgs &args, const AttentionDims &a, F &&body
               ") are not supported on the device");
 }
 
-/// Lets `kernel` take `bytes` of dynamic shared memory: past 48 KiB it must opt in.
-template <typename Kernel>
-void allowSharedMemory(const KernelArgs &args, Kernel *kernel, size_t bytes) {
-  if (bytes <= 48 * 1024)
-    return;
-  cudaError_t status = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (status != cudaSuccess) {
-    cudaGetLastError(); // not sticky: keep it from failing the next launch's check
-    args.fail("cannot give attention " + std::to_string(bytes) +
-              " bytes of shared memory: " + cudaGetErrorString(status));
-  }
-}
-
 void attention(const KernelArgs &args) {
   args.expectCounts(3, 3, 1);
   AttentionDims a = attentionDims(args);
@@ -537,7 +509,7 @@ void attention(const KernelArgs &args) {
   Ref q = args.real(0).ref(), k = args.real(1).ref(), v = args.real(2).ref();
   Ref out = args.realResult(0).ref();
   int64_t blocks = a.batch * a.queryHeads * ((a.queries + kWarps - 1) / kWarps);
-  if (blocks == 0 || a.valueDepth == 0)
+  if (blocks == 0 || a.valueDepth == 0 || flashAttention(args, a))
     return;
   withColumnsPerLane(args, a, [&](auto columns) {
     constexpr int N = decltype(columns)::value;
@@ -563,6 +535,8 @@ void attentionGrad(const KernelArgs &args) {
       g = args.real(3).ref();
   Ref dq = args.realResult(0).ref(), dk = args.realResult(1).ref(),
       dv = args.realResult(2).ref();
+  if (flashAttentionGrad(args, a))
+    return;
   withColumnsPerLane(args, a, [&](auto columns) {
     constexpr int N = decltype(columns)::value;
     int64_t rows = a.batch * a.queryHeads * a.queries;

@@ -1,0 +1,59 @@
+// Attention on tensor cores for the common case of mt.attention and mt.attention_grad (bf16
+// operands at head depth 64 or 128); Transformer.cu keeps the general kernels. CUDA only.
+#ifndef MT_RUNTIME_CUDA_KERNELS_FLASHATTENTION_H
+#define MT_RUNTIME_CUDA_KERNELS_FLASHATTENTION_H
+
+#include "runtime/cuda/kernels/KernelArgs.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mt::cuda {
+
+/// q [batch, queryHeads, queries, depth], k [batch, kvHeads, keys, depth],
+/// v [batch, kvHeads, keys, valueDepth]; logits are scale * q.k.
+struct AttentionDims {
+  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
+  float scale;
+  bool causal;
+
+  /// Keys [0, visible) that query row `query` attends to. Causal aligns the first query
+  /// with the first key, as the host does: query i sees keys 0..i.
+  __host__ __device__ int64_t visible(int64_t query) const {
+    return causal && query + 1 < keys ? query + 1 : keys;
+  }
+
+  /// The key/value head (over batch and heads) that query head `head` (over batch and
+  /// heads) reads.
+  __host__ __device__ int64_t kvHeadOf(int64_t head) const {
+    return head / queryHeads * kvHeads + head % queryHeads / (queryHeads / kvHeads);
+  }
+};
+
+/// Lets `kernel` take `bytes` of dynamic shared memory: past 48 KiB it must opt in.
+template <typename Kernel>
+void allowSharedMemory(const KernelArgs &args, Kernel *kernel, size_t bytes) {
+  if (bytes <= 48 * 1024)
+    return;
+  cudaError_t status = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (status != cudaSuccess) {
+    cudaGetLastError(); // not sticky: keep it from failing the next launch's check
+    args.fail("cannot give attention " + std::to_string(bytes) +
+              " bytes of shared memory: " + cudaGetErrorString(status));
+  }
+}
+
+/// Enqueues mt.attention on tensor cores and returns true when they serve it: q, k and v
+/// bf16 and 16-byte aligned, one head depth of 64 or 128 for both. On false nothing ran.
+/// The shapes must already be checked (attentionDims, the result's shape).
+bool flashAttention(const KernelArgs &args, const AttentionDims &a);
+
+/// The same for mt.attention_grad (operands q, k, v, grad; results dq, dk, dv), the grad
+/// bf16 too. Its scratch is 2 * batch * queryHeads * queries floats, as for the general
+/// kernels.
+bool flashAttentionGrad(const KernelArgs &args, const AttentionDims &a);
+
+} // namespace mt::cuda
+
+#endif // MT_RUNTIME_CUDA_KERNELS_FLASHATTENTION_H
