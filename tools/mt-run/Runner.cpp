@@ -11,6 +11,8 @@
 #include "runtime/TokenData.h"
 #include "runtime/UpdateQueue.h"
 #include "runtime/host/Executor.h"
+#include "runtime/parallel/DataParallel.h"
+#include "runtime/parallel/ThreadGroup.h"
 #ifdef MT_HAS_CUDA
 #include "runtime/cuda/Calibration.h"
 #include "tools/mt-run/DeviceSteps.h"
@@ -28,6 +30,7 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 namespace mt {
@@ -53,6 +56,9 @@ const char *kUsage = R"(usage: mt-run PLAN [options]
   --check-against-host      run one step on the device and on the host backend from the same
                             weights and data, print the loss and gradient errors, and exit
                             (fails above --check-tolerance, default 3e-2 here)
+  --ranks N                 data-parallel over N ranks as threads of this process on the
+                            host backend: each rank its own batches, gradients averaged and
+                            AdamW state sharded over the ranks (the math of N GPUs)
   --serialize               cuda debug: every command on one stream, no buffer reuse
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
@@ -123,6 +129,7 @@ struct Options {
   int ignoredEvent = -1;
   double checkTolerance = -1; // each check's own default when not given
   int64_t steps = 1;
+  int ranks = 1;
   uint64_t seed = 0;
   /// AdamW flags in command-line order, applied over the plan's defaults.
   std::vector<std::pair<OptimizerFlag, std::string>> optimizer;
@@ -158,6 +165,8 @@ Options parseOptions(int argc, char **argv) {
       options.calibrate = take();
     else if (arg == "--check-against-host")
       options.checkAgainstHost = true;
+    else if (arg == "--ranks")
+      options.ranks = static_cast<int>(numberOf(arg, take()));
     else if (arg == "--serialize")
       options.serialize = true;
     else if (arg == "--trace")
@@ -196,6 +205,8 @@ Options parseOptions(int argc, char **argv) {
   }
   if (options.plan.empty() && options.calibrate.empty())
     throw UsageError("no plan given");
+  if (options.ranks < 1)
+    throw std::runtime_error("--ranks must be at least 1");
   if (options.steps < 1)
     throw std::runtime_error("--steps must be at least 1");
   if (options.init != "model" && options.init != "random")
@@ -389,6 +400,20 @@ int train(const Options &options) {
   // several sample-major runs, their sum in `accumulated`.
   std::vector<std::vector<float>> hostGradients, accumulated;
   std::string deviceReport, deviceMetrics;
+  // Data parallel over ranks as threads: each rank takes its batches in rank order from the
+  // stream, so N ranks see what one rank with N times the batch sees.
+  if (options.ranks > 1 && (onDevice || (!layerMajor && micro > 1) || options.checkSchedule))
+    throw std::runtime_error("--ranks runs on the host backend, without --check-schedule or "
+                             "sample-major micro-batches");
+  ThreadGroup group(options.ranks);
+  std::vector<std::unique_ptr<DataParallelRank>> ranks;
+  if (options.ranks > 1) {
+    for (int r = 0; r < options.ranks; ++r)
+      ranks.push_back(std::make_unique<DataParallelRank>(plan, group.member(r), weights));
+    std::printf("data parallel | %d ranks | %.1f MiB of optimizer state on rank 0 (of %.1f MiB "
+                "unsharded)\n",
+                options.ranks, ranks[0]->stateBytes() / 1048576.0, 12.0 * parameters / 1048576.0);
+  }
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     currentStep = step;
@@ -396,8 +421,31 @@ int train(const Options &options) {
     // Gradient accumulation: the step's loss and gradients are the means over its
     // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
     // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
-    double loss = 0;
-    int64_t runs = layerMajor ? 1 : micro;
+    double loss = 0, gradNorm = 0;
+    int64_t runs = ranks.empty() ? (layerMajor ? 1 : micro) : 0;
+    if (!ranks.empty()) {
+      std::vector<std::map<std::string, std::vector<int64_t>>> inputs;
+      for (int r = 0; r < options.ranks; ++r)
+        inputs.push_back(nextInputs(layerMajor ? micro : 1));
+      std::vector<DataParallelRank::Result> results(options.ranks);
+      std::vector<std::exception_ptr> errors(options.ranks);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < options.ranks; ++r)
+        threads.emplace_back([&, r] {
+          try {
+            results[r] = ranks[r]->step(inputs[r], step, lr, noDecay);
+          } catch (...) {
+            errors[r] = std::current_exception();
+          }
+        });
+      for (std::thread &thread : threads)
+        thread.join();
+      for (std::exception_ptr &error : errors)
+        if (error)
+          std::rethrow_exception(error);
+      loss = results[0].loss;
+      gradNorm = results[0].gradNorm;
+    }
     for (int64_t m = 0; m < runs; ++m) {
       std::map<std::string, std::vector<int64_t>> inputs = nextInputs(layerMajor ? micro : 1);
 #ifdef MT_HAS_CUDA
@@ -428,7 +476,7 @@ int train(const Options &options) {
           accumulated[p][i] = (m == 0 ? 0.0f : accumulated[p][i]) + gradients[p][i];
       }
     }
-    if (runs > 1)
+    if (runs > 1 && ranks.empty())
       for (size_t p = 0; p < counts.size(); ++p) {
         for (float &g : accumulated[p])
           g /= static_cast<float>(runs);
@@ -442,8 +490,9 @@ int train(const Options &options) {
         device->writeTrace(options.trace);
     }
 #endif
-    double gradNorm = 0;
-    if (updates) {
+    if (!ranks.empty()) {
+      // The ranks updated their shards and gathered the weights.
+    } else if (updates) {
       updates->wait(plan.parameters_size());
       for (double sum : squares)
         gradNorm += sum;
@@ -455,7 +504,7 @@ int train(const Options &options) {
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count();
-    double tokensPerSecond = micro * batch * length / (ms / 1000.0);
+    double tokensPerSecond = options.ranks * micro * batch * length / (ms / 1000.0);
     if (terminal) {
       int filled = static_cast<int>(30 * step / options.steps);
       std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
@@ -471,6 +520,10 @@ int train(const Options &options) {
               << ",\"grad_norm\":" << gradNorm << ",\"ms\":" << ms
               << ",\"tokens_per_s\":" << tokensPerSecond << deviceMetrics << "}\n";
   }
+  if (!ranks.empty()) // every rank holds the same gathered weights
+    for (int p = 0; p < plan.parameters_size(); ++p)
+      std::copy(ranks[0]->weights()[p].begin(), ranks[0]->weights()[p].end(),
+                state.parameters[p].master);
   if (!options.saveWeights.empty()) {
     std::vector<NamedTensor> tensors;
     for (int p = 0; p < plan.parameters_size(); ++p) {
