@@ -3,6 +3,7 @@
 
 #include "runtime/AdamW.h"
 #include "runtime/PlanLoader.h"
+#include "runtime/ThreadPool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -132,9 +133,14 @@ void HostState::initializeRandomly(uint64_t seed) {
 
 void HostState::refreshStreamCopies() {
   for (ParameterState &parameter : parameters)
-    if (parameter.streamCopy)
-      for (int64_t i = 0; i < parameter.count; ++i)
-        parameter.streamCopy[i] = toBfloat16(parameter.master[i]);
+    if (parameter.streamCopy) {
+      constexpr int64_t kChunk = 1 << 16;
+      runParallel((parameter.count + kChunk - 1) / kChunk, [&](int64_t c) {
+        for (int64_t i = c * kChunk, end = std::min(parameter.count, (c + 1) * kChunk); i < end;
+             ++i)
+          parameter.streamCopy[i] = toBfloat16(parameter.master[i]);
+      });
+    }
 }
 
 } // namespace mt

@@ -70,6 +70,14 @@ part train-llama train_both $plans/llama.mtp $plans/llama.tokens 20
 part train-llama-k2-m2 train_both $plans/llama-k2-m2.mtp $plans/llama.tokens 20
 part train-demo train_both $plans/demo.mtp $plans/corpus.bin 20
 
+# Data parallel through NCCL with one rank (this machine has one GPU): the same losses as the
+# plain run of the same plan and tokens (train-llama above), and through its sharded AdamW.
+part nccl-1-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 20 \
+  --nproc-per-node 1 --metrics $out/nccl1.jsonl && python3 $compare $out/nccl1.jsonl \
+  $out/llama.cuda.jsonl --tolerance 1e-6"
+part nccl-1-bench-1b $run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens \
+  --steps 4 --lr 1e-4 --nproc-per-node 1
+
 # The debug switch: one stream, no buffer reuse, same losses as the scheduled run.
 part serialize bash -c "$run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 5 \
   --backend=cuda --serialize --metrics $out/serial.jsonl && \

@@ -8,15 +8,17 @@
 namespace mt {
 
 DataParallelRank::DataParallelRank(const plan::Plan &plan, Communicator &communicator,
-                                   const std::vector<const float *> &initial)
-    : plan(plan), communicator(communicator), executor(plan) {
+                                   std::vector<float *> weights, Backward backward,
+                                   std::function<void()> updated)
+    : plan(plan), communicator(communicator), full(std::move(weights)),
+      backward(std::move(backward)), updated(std::move(updated)) {
   for (int p = 0; p < plan.parameters_size(); ++p) {
     int64_t count = 1;
     for (int64_t d : plan.parameters(p).type().shape())
       count *= d;
-    full.emplace_back(initial[p], initial[p] + count);
+    counts.push_back(count);
     Shard shard = shardOf(count, communicator.rank(), communicator.size());
-    master.emplace_back(initial[p] + shard.begin, initial[p] + shard.end);
+    master.emplace_back(full[p] + shard.begin, full[p] + shard.end);
     first.emplace_back(shard.size(), 0.0f);
     second.emplace_back(shard.size(), 0.0f);
   }
@@ -29,13 +31,10 @@ int64_t DataParallelRank::stateBytes() const {
   return bytes;
 }
 
-DataParallelRank::Result
-DataParallelRank::step(const std::map<std::string, std::vector<int64_t>> &inputs,
-                       int64_t step, double lr, const std::regex &noDecay) {
-  std::vector<const float *> weights;
-  for (const std::vector<float> &w : full)
-    weights.push_back(w.data());
-  host::StepResult<float> result = executor.run(weights, inputs);
+DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t step, double lr,
+                                                const std::regex &noDecay) {
+  std::vector<float *> gradients(plan.parameters_size());
+  double loss = backward(inputs, gradients);
   const plan::AdamW &adamw = plan.optimizer();
   int rank = communicator.rank(), ranks = communicator.size();
 
@@ -43,10 +42,9 @@ DataParallelRank::step(const std::map<std::string, std::vector<int64_t>> &inputs
   // the shards' squares over the ranks.
   double squares = 0;
   for (int p = 0; p < plan.parameters_size(); ++p) {
-    std::vector<float> &gradient = result.gradients[p];
-    communicator.reduceScatterMean(gradient.data(), static_cast<int64_t>(gradient.size()));
-    Shard shard = shardOf(static_cast<int64_t>(gradient.size()), rank, ranks);
-    squares += squaredNorm(gradient.data() + shard.begin, shard.size());
+    communicator.reduceScatterMean(gradients[p], counts[p]);
+    Shard shard = shardOf(counts[p], rank, ranks);
+    squares += squaredNorm(gradients[p] + shard.begin, shard.size());
   }
   double norm = std::sqrt(communicator.allReduceSum(squares));
   float clip = adamw.grad_clip() > 0 && norm > adamw.grad_clip()
@@ -54,9 +52,8 @@ DataParallelRank::step(const std::map<std::string, std::vector<int64_t>> &inputs
                    : 1.0f;
 
   for (int p = 0; p < plan.parameters_size(); ++p) {
-    std::vector<float> &gradient = result.gradients[p];
-    Shard shard = shardOf(static_cast<int64_t>(gradient.size()), rank, ranks);
-    float *own = gradient.data() + shard.begin;
+    Shard shard = shardOf(counts[p], rank, ranks);
+    float *own = gradients[p] + shard.begin;
     if (clip != 1.0f)
       for (int64_t i = 0; i < shard.size(); ++i)
         own[i] *= clip;
@@ -64,10 +61,12 @@ DataParallelRank::step(const std::map<std::string, std::vector<int64_t>> &inputs
         std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();
     adamwUpdate(master[p].data(), first[p].data(), second[p].data(), own, shard.size(), lr,
                 decay, adamw, step);
-    std::copy(master[p].begin(), master[p].end(), full[p].begin() + shard.begin);
-    communicator.allGather(full[p].data(), static_cast<int64_t>(full[p].size()));
+    std::copy(master[p].begin(), master[p].end(), full[p] + shard.begin);
+    communicator.allGather(full[p], counts[p]);
   }
-  return {communicator.allReduceSum(result.loss) / ranks, norm};
+  if (updated)
+    updated();
+  return {communicator.allReduceSum(loss) / ranks, norm};
 }
 
 } // namespace mt

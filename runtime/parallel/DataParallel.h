@@ -7,9 +7,9 @@
 #define MT_RUNTIME_PARALLEL_DATAPARALLEL_H
 
 #include "plan/plan.pb.h"
-#include "runtime/host/Executor.h"
 #include "runtime/parallel/Communicator.h"
 
+#include <functional>
 #include <map>
 #include <regex>
 #include <string>
@@ -19,27 +19,36 @@ namespace mt {
 
 class DataParallelRank {
 public:
-  /// `initial` holds every parameter's starting weights (the same on every rank).
+  using Inputs = std::map<std::string, std::vector<int64_t>>;
+  /// Runs forward and backward on this rank's backend with the weights in `weights` (which
+  /// the rank keeps current) and returns the loss and one writable fp32 gradient per
+  /// parameter, valid until the next call.
+  using Backward = std::function<double(const Inputs &, std::vector<float *> &gradients)>;
+
+  /// `weights` holds every parameter's full weights, the same on every rank at the start;
+  /// after each step they are the gathered updated weights, and `updated` is called so that
+  /// the backend can refresh what it streams (bf16 copies).
   DataParallelRank(const plan::Plan &plan, Communicator &communicator,
-                   const std::vector<const float *> &initial);
+                   std::vector<float *> weights, Backward backward,
+                   std::function<void()> updated = {});
 
   struct Result {
     double loss;     // the mean over the ranks
     double gradNorm; // of the averaged gradients, before clipping
   };
   /// One optimizer step (from 1) on this rank's inputs, with the host backend.
-  Result step(const std::map<std::string, std::vector<int64_t>> &inputs, int64_t step,
-              double lr, const std::regex &noDecay);
+  Result step(const Inputs &inputs, int64_t step, double lr, const std::regex &noDecay);
 
-  const std::vector<std::vector<float>> &weights() const { return full; }
   /// Bytes of optimizer state (masters and moments of this rank's shards).
   int64_t stateBytes() const;
 
 private:
   const plan::Plan &plan;
   Communicator &communicator;
-  host::Executor<float> executor;
-  std::vector<std::vector<float>> full;               // every parameter, for the forward
+  std::vector<float *> full; // every parameter's weights, for the forward
+  Backward backward;
+  std::function<void()> updated;
+  std::vector<int64_t> counts;
   std::vector<std::vector<float>> master, first, second; // this rank's shards
 };
 

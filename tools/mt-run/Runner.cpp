@@ -15,7 +15,9 @@
 #include "runtime/parallel/ThreadGroup.h"
 #ifdef MT_HAS_CUDA
 #include "runtime/cuda/Calibration.h"
+#include "runtime/cuda/NcclCommunicator.h"
 #include "tools/mt-run/DeviceSteps.h"
+#include "tools/mt-run/Launcher.h"
 #endif
 
 #include <google/protobuf/text_format.h>
@@ -59,6 +61,8 @@ const char *kUsage = R"(usage: mt-run PLAN [options]
   --ranks N                 data-parallel over N ranks as threads of this process on the
                             host backend: each rank its own batches, gradients averaged and
                             AdamW state sharded over the ranks (the math of N GPUs)
+  --nproc-per-node N        data-parallel over N GPUs of this host, one process each, joined
+                            by NCCL (loaded from libnccl.so.2); the same math as --ranks
   --serialize               cuda debug: every command on one stream, no buffer reuse
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
@@ -130,6 +134,9 @@ struct Options {
   double checkTolerance = -1; // each check's own default when not given
   int64_t steps = 1;
   int ranks = 1;
+  /// --nproc-per-node: processes (GPUs) of this host; in a child, its rank and NCCL group.
+  int processes = 0, processRank = -1;
+  const void *group = nullptr;
   uint64_t seed = 0;
   /// AdamW flags in command-line order, applied over the plan's defaults.
   std::vector<std::pair<OptimizerFlag, std::string>> optimizer;
@@ -165,6 +172,8 @@ Options parseOptions(int argc, char **argv) {
       options.calibrate = take();
     else if (arg == "--check-against-host")
       options.checkAgainstHost = true;
+    else if (arg == "--nproc-per-node")
+      options.processes = static_cast<int>(numberOf(arg, take()));
     else if (arg == "--ranks")
       options.ranks = static_cast<int>(numberOf(arg, take()));
     else if (arg == "--serialize")
@@ -207,6 +216,9 @@ Options parseOptions(int argc, char **argv) {
     throw UsageError("no plan given");
   if (options.ranks < 1)
     throw std::runtime_error("--ranks must be at least 1");
+  if (options.ranks > 1 && options.processes > 0)
+    throw std::runtime_error("--ranks (threads) and --nproc-per-node (processes) exclude each "
+                             "other");
   if (options.steps < 1)
     throw std::runtime_error("--steps must be at least 1");
   if (options.init != "model" && options.init != "random")
@@ -239,6 +251,22 @@ std::string calibrate(const Options &options) {
 }
 
 int train(const Options &options) {
+  if (options.processes > 0 && options.processRank < 0) {
+#ifdef MT_HAS_CUDA
+    // Rank 0 reports; the others keep only their errors.
+    return launchRanks(options.processes, [&](int rank, const ncclUniqueId &group) {
+      Options own = options;
+      own.processRank = rank;
+      own.group = &group;
+      own.backend = "cuda";
+      if (rank > 0 && !std::freopen("/dev/null", "w", stdout))
+        throw std::runtime_error("cannot quiet rank " + std::to_string(rank));
+      return train(own);
+    });
+#else
+    throw std::runtime_error("--nproc-per-node needs an mt-run built with the CUDA toolkit");
+#endif
+  }
   if (!options.calibrate.empty()) {
     std::fputs(calibrate(options).c_str(), stdout);
     return 0;
@@ -323,7 +351,7 @@ int train(const Options &options) {
               state.bytes() / 1048576.0, state.blocks.size(),
               parameters ? static_cast<double>(state.bytes()) / parameters : 0.0);
   std::ofstream metrics;
-  if (!options.metrics.empty()) {
+  if (!options.metrics.empty() && options.processRank <= 0) {
     metrics.open(options.metrics);
     if (!metrics)
       throw std::runtime_error("cannot write " + options.metrics);
@@ -377,7 +405,8 @@ int train(const Options &options) {
   double lr = 0;
   std::vector<double> squares(plan.parameters_size(), 0.0);
   std::vector<float *> gradients(plan.parameters_size());
-  bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1);
+  bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1) &&
+                    options.processes == 0;
   auto update = [&](int p) {
     if (overlapped) // the norm for the report; clipGradients measures it otherwise
       squares[p] = squaredNorm(gradients[p], counts[p]);
@@ -405,15 +434,60 @@ int train(const Options &options) {
   if (options.ranks > 1 && (onDevice || (!layerMajor && micro > 1) || options.checkSchedule))
     throw std::runtime_error("--ranks runs on the host backend, without --check-schedule or "
                              "sample-major micro-batches");
+  if (options.processes > 0 && !layerMajor && micro > 1)
+    throw std::runtime_error("--nproc-per-node takes layer-major micro-batches only");
+  int worldSize = options.processes > 0 ? options.processes : options.ranks;
   ThreadGroup group(options.ranks);
   std::vector<std::unique_ptr<DataParallelRank>> ranks;
+  std::vector<int> rankIds; // each local rank's place in the world
+  // Each thread rank's own weights and last gradients, as a process would hold them.
+  std::vector<std::vector<std::vector<float>>> rankWeights(options.ranks), rankGradients(options.ranks);
   if (options.ranks > 1) {
-    for (int r = 0; r < options.ranks; ++r)
-      ranks.push_back(std::make_unique<DataParallelRank>(plan, group.member(r), weights));
+    for (int r = 0; r < options.ranks; ++r) {
+      std::vector<float *> own;
+      for (size_t p = 0; p < counts.size(); ++p) {
+        rankWeights[r].emplace_back(weights[p], weights[p] + counts[p]);
+        own.push_back(rankWeights[r].back().data());
+      }
+      auto backward = [&, r](const DataParallelRank::Inputs &inputs,
+                             std::vector<float *> &gradients) {
+        std::vector<const float *> current(rankWeights[r].size());
+        for (size_t p = 0; p < current.size(); ++p)
+          current[p] = rankWeights[r][p].data();
+        host::StepResult<float> result = executor.run(current, inputs);
+        rankGradients[r] = std::move(result.gradients);
+        for (size_t p = 0; p < gradients.size(); ++p)
+          gradients[p] = rankGradients[r][p].data();
+        return result.loss;
+      };
+      ranks.push_back(std::make_unique<DataParallelRank>(plan, group.member(r), own, backward));
+      rankIds.push_back(r);
+    }
     std::printf("data parallel | %d ranks | %.1f MiB of optimizer state on rank 0 (of %.1f MiB "
                 "unsharded)\n",
                 options.ranks, ranks[0]->stateBytes() / 1048576.0, 12.0 * parameters / 1048576.0);
   }
+#ifdef MT_HAS_CUDA
+  std::unique_ptr<cuda::NcclCommunicator> nccl;
+  if (options.processes > 0) {
+    nccl = std::make_unique<cuda::NcclCommunicator>(
+        *static_cast<const ncclUniqueId *>(options.group), options.processRank, options.processes);
+    std::vector<float *> own;
+    for (ParameterState &parameter : state.parameters)
+      own.push_back(parameter.master);
+    auto backward = [&](const DataParallelRank::Inputs &inputs, std::vector<float *> &gradients) {
+      double loss = device->run(inputs);
+      for (size_t p = 0; p < gradients.size(); ++p)
+        gradients[p] = device->gradient(static_cast<int>(p));
+      return loss;
+    };
+    ranks.push_back(std::make_unique<DataParallelRank>(plan, *nccl, own, backward,
+                                                       [&] { state.refreshStreamCopies(); }));
+    rankIds.push_back(options.processRank);
+    std::printf("data parallel | %d GPUs over NCCL | %.1f MiB of optimizer state on rank 0\n",
+                options.processes, ranks[0]->stateBytes() / 1048576.0);
+  }
+#endif
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     currentStep = step;
@@ -425,15 +499,15 @@ int train(const Options &options) {
     int64_t runs = ranks.empty() ? (layerMajor ? 1 : micro) : 0;
     if (!ranks.empty()) {
       std::vector<std::map<std::string, std::vector<int64_t>>> inputs;
-      for (int r = 0; r < options.ranks; ++r)
+      for (int r = 0; r < worldSize; ++r)
         inputs.push_back(nextInputs(layerMajor ? micro : 1));
-      std::vector<DataParallelRank::Result> results(options.ranks);
-      std::vector<std::exception_ptr> errors(options.ranks);
+      std::vector<DataParallelRank::Result> results(ranks.size());
+      std::vector<std::exception_ptr> errors(ranks.size());
       std::vector<std::thread> threads;
-      for (int r = 0; r < options.ranks; ++r)
+      for (size_t r = 0; r < ranks.size(); ++r)
         threads.emplace_back([&, r] {
           try {
-            results[r] = ranks[r]->step(inputs[r], step, lr, noDecay);
+            results[r] = ranks[r]->step(inputs[rankIds[r]], step, lr, noDecay);
           } catch (...) {
             errors[r] = std::current_exception();
           }
@@ -504,7 +578,7 @@ int train(const Options &options) {
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count();
-    double tokensPerSecond = options.ranks * micro * batch * length / (ms / 1000.0);
+    double tokensPerSecond = worldSize * micro * batch * length / (ms / 1000.0);
     if (terminal) {
       int filled = static_cast<int>(30 * step / options.steps);
       std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
@@ -520,11 +594,10 @@ int train(const Options &options) {
               << ",\"grad_norm\":" << gradNorm << ",\"ms\":" << ms
               << ",\"tokens_per_s\":" << tokensPerSecond << deviceMetrics << "}\n";
   }
-  if (!ranks.empty()) // every rank holds the same gathered weights
+  if (options.ranks > 1) // every rank holds the same gathered weights
     for (int p = 0; p < plan.parameters_size(); ++p)
-      std::copy(ranks[0]->weights()[p].begin(), ranks[0]->weights()[p].end(),
-                state.parameters[p].master);
-  if (!options.saveWeights.empty()) {
+      std::copy(rankWeights[0][p].begin(), rankWeights[0][p].end(), state.parameters[p].master);
+  if (!options.saveWeights.empty() && options.processRank <= 0) {
     std::vector<NamedTensor> tensors;
     for (int p = 0; p < plan.parameters_size(); ++p) {
       const plan::Parameter &parameter = plan.parameters(p);

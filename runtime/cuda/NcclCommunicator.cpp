@@ -1,0 +1,145 @@
+// NCCL through dlopen: the few entry points data parallelism uses, checked, with errors that
+// say which call failed and NCCL's reason.
+#include "runtime/cuda/NcclCommunicator.h"
+
+#include "runtime/cuda/CudaCheck.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace mt::cuda {
+
+namespace {
+
+struct Nccl {
+  ncclResult_t (*getUniqueId)(ncclUniqueId *);
+  ncclResult_t (*commInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+  ncclResult_t (*commDestroy)(ncclComm_t);
+  ncclResult_t (*reduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                ncclComm_t, cudaStream_t);
+  ncclResult_t (*allGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+                            cudaStream_t);
+  ncclResult_t (*allReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                            ncclComm_t, cudaStream_t);
+  const char *(*errorString)(ncclResult_t);
+};
+
+template <typename F>
+void bind(void *library, const char *name, F &field) {
+  field = reinterpret_cast<F>(dlsym(library, name));
+  if (!field)
+    throw CudaError(std::string("libnccl.so.2 has no ") + name);
+}
+
+const Nccl &nccl() {
+  static const Nccl loaded = [] {
+    // The loader's path first, then the CUDA runtime's folder, where toolkits keep NCCL.
+    void *library = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
+    std::string firstError = library ? "" : dlerror();
+    Dl_info runtime;
+    if (!library && dladdr(reinterpret_cast<void *>(&cudaGetDeviceCount), &runtime) &&
+        runtime.dli_fname) {
+      std::string folder = runtime.dli_fname;
+      folder = folder.substr(0, folder.rfind('/') + 1);
+      library = dlopen((folder + "libnccl.so.2").c_str(), RTLD_NOW | RTLD_GLOBAL);
+    }
+    if (!library)
+      throw CudaError("cannot load NCCL (libnccl.so.2) for data parallelism: " + firstError +
+                      "; put its folder on LD_LIBRARY_PATH");
+    Nccl n{};
+    bind(library, "ncclGetUniqueId", n.getUniqueId);
+    bind(library, "ncclCommInitRank", n.commInitRank);
+    bind(library, "ncclCommDestroy", n.commDestroy);
+    bind(library, "ncclReduceScatter", n.reduceScatter);
+    bind(library, "ncclAllGather", n.allGather);
+    bind(library, "ncclAllReduce", n.allReduce);
+    bind(library, "ncclGetErrorString", n.errorString);
+    return n;
+  }();
+  return loaded;
+}
+
+void check(ncclResult_t status, const char *call) {
+  if (status != ncclSuccess)
+    throw CudaError(std::string(call) + " failed: " + nccl().errorString(status));
+}
+
+} // namespace
+
+ncclUniqueId newNcclGroup() {
+  ncclUniqueId id;
+  check(nccl().getUniqueId(&id), "ncclGetUniqueId");
+  return id;
+}
+
+NcclCommunicator::NcclCommunicator(const ncclUniqueId &id, int rank, int ranks)
+    : self(rank), ranks(ranks) {
+  // NVLink multicast (NVLS) must stay off: on a shared host it can take every GPU out of
+  // service.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  check(nccl().commInitRank(&comm, ranks, id, rank), "ncclCommInitRank");
+  MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (comm)
+    nccl().commDestroy(comm);
+  if (stream)
+    cudaStreamDestroy(stream);
+  cudaFree(buffer);
+}
+
+char *NcclCommunicator::staging(size_t bytes) {
+  if (bytes > bufferBytes) {
+    MT_CUDA_CHECK(cudaFree(buffer));
+    buffer = nullptr;
+    MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&buffer), bytes));
+    bufferBytes = bytes;
+  }
+  return buffer;
+}
+
+void NcclCommunicator::reduceScatterMean(float *data, int64_t count) {
+  int64_t block = shardBlock(count, ranks);
+  // [ranks x block] padded send, then this rank's block.
+  float *send = reinterpret_cast<float *>(staging((ranks + 1) * block * sizeof(float)));
+  float *receive = send + ranks * block;
+  MT_CUDA_CHECK(cudaMemsetAsync(send, 0, ranks * block * sizeof(float), stream));
+  MT_CUDA_CHECK(cudaMemcpyAsync(send, data, count * sizeof(float), cudaMemcpyHostToDevice, stream));
+  check(nccl().reduceScatter(send, receive, block, ncclFloat, ncclSum, comm, stream),
+        "ncclReduceScatter");
+  Shard shard = shardOf(count, self, ranks);
+  MT_CUDA_CHECK(cudaMemcpyAsync(data + shard.begin, receive, shard.size() * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream));
+  MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (int64_t i = shard.begin; i < shard.end; ++i)
+    data[i] /= static_cast<float>(ranks);
+}
+
+void NcclCommunicator::allGather(float *data, int64_t count) {
+  int64_t block = shardBlock(count, ranks);
+  float *send = reinterpret_cast<float *>(staging((ranks + 1) * block * sizeof(float)));
+  float *receive = send + block;
+  Shard shard = shardOf(count, self, ranks);
+  MT_CUDA_CHECK(cudaMemsetAsync(send, 0, block * sizeof(float), stream));
+  MT_CUDA_CHECK(cudaMemcpyAsync(send, data + shard.begin, shard.size() * sizeof(float),
+                                cudaMemcpyHostToDevice, stream));
+  check(nccl().allGather(send, receive, block, ncclFloat, comm, stream), "ncclAllGather");
+  MT_CUDA_CHECK(cudaMemcpyAsync(data, receive, count * sizeof(float), cudaMemcpyDeviceToHost,
+                                stream));
+  MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+double NcclCommunicator::allReduceSum(double value) {
+  double *slot = reinterpret_cast<double *>(staging(sizeof(double)));
+  MT_CUDA_CHECK(cudaMemcpyAsync(slot, &value, sizeof(double), cudaMemcpyHostToDevice, stream));
+  check(nccl().allReduce(slot, slot, 1, ncclDouble, ncclSum, comm, stream), "ncclAllReduce");
+  MT_CUDA_CHECK(cudaMemcpyAsync(&value, slot, sizeof(double), cudaMemcpyDeviceToHost, stream));
+  MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return value;
+}
+
+} // namespace mt::cuda

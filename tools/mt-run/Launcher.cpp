@@ -1,0 +1,53 @@
+// The per-GPU processes of a data-parallel run on one host.
+#include "tools/mt-run/Launcher.h"
+
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/NcclCommunicator.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+namespace mt {
+
+int launchRanks(int ranks, const std::function<int(int rank, const ncclUniqueId &group)> &body) {
+  ncclUniqueId group = cuda::newNcclGroup();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < ranks; ++rank) {
+    pid_t child = fork();
+    if (child < 0) {
+      std::perror("mt-run: fork");
+      return 1;
+    }
+    if (child == 0) {
+      int code = 1;
+      try {
+        MT_CUDA_CHECK(cudaSetDevice(rank));
+        code = body(rank, group);
+      } catch (const std::exception &error) {
+        std::fprintf(stderr, "mt-run: rank %d: %s\n", rank, error.what());
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);
+    }
+    children.push_back(child);
+  }
+  int worst = 0;
+  for (int rank = 0; rank < ranks; ++rank) {
+    int status = 0;
+    waitpid(children[rank], &status, 0);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != 0)
+      std::fprintf(stderr, "mt-run: rank %d exited with %d\n", rank, code);
+    worst = std::max(worst, code);
+  }
+  return worst;
+}
+
+} // namespace mt
