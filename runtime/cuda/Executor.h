@@ -73,6 +73,8 @@ public:
   /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
   float *gradient(int p) const { return gradients.at(p); }
   const DeviceMemory &memory() const { return deviceMemory; }
+  /// The pinned host memory: the host state's blocks and the offloaded values.
+  const PinnedMemory &pinnedMemory() const { return *pinned; }
 
 private:
   struct Program;

@@ -102,18 +102,27 @@ char *NcclCommunicator::staging(size_t bytes) {
   return buffer;
 }
 
+void NcclCommunicator::copy(void *device, void *host, size_t bytes, cudaMemcpyKind kind) {
+  if (hostMemory) {
+    hostMemory->copy(device, host, bytes, kind, stream);
+    return;
+  }
+  MT_CUDA_CHECK(kind == cudaMemcpyHostToDevice
+                    ? cudaMemcpyAsync(device, host, bytes, kind, stream)
+                    : cudaMemcpyAsync(host, device, bytes, kind, stream));
+}
+
 void NcclCommunicator::reduceScatterMean(float *data, int64_t count) {
   int64_t block = shardBlock(count, ranks);
   // [ranks x block] padded send, then this rank's block.
   float *send = reinterpret_cast<float *>(staging((ranks + 1) * block * sizeof(float)));
   float *receive = send + ranks * block;
   MT_CUDA_CHECK(cudaMemsetAsync(send, 0, ranks * block * sizeof(float), stream));
-  MT_CUDA_CHECK(cudaMemcpyAsync(send, data, count * sizeof(float), cudaMemcpyHostToDevice, stream));
+  copy(send, data, count * sizeof(float), cudaMemcpyHostToDevice);
   check(nccl().reduceScatter(send, receive, block, ncclFloat, ncclSum, comm, stream),
         "ncclReduceScatter");
   Shard shard = shardOf(count, self, ranks);
-  MT_CUDA_CHECK(cudaMemcpyAsync(data + shard.begin, receive, shard.size() * sizeof(float),
-                                cudaMemcpyDeviceToHost, stream));
+  copy(receive, data + shard.begin, shard.size() * sizeof(float), cudaMemcpyDeviceToHost);
   MT_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (int64_t i = shard.begin; i < shard.end; ++i)
     data[i] /= static_cast<float>(ranks);
@@ -125,11 +134,9 @@ void NcclCommunicator::allGather(float *data, int64_t count) {
   float *receive = send + block;
   Shard shard = shardOf(count, self, ranks);
   MT_CUDA_CHECK(cudaMemsetAsync(send, 0, block * sizeof(float), stream));
-  MT_CUDA_CHECK(cudaMemcpyAsync(send, data + shard.begin, shard.size() * sizeof(float),
-                                cudaMemcpyHostToDevice, stream));
+  copy(send, data + shard.begin, shard.size() * sizeof(float), cudaMemcpyHostToDevice);
   check(nccl().allGather(send, receive, block, ncclFloat, comm, stream), "ncclAllGather");
-  MT_CUDA_CHECK(cudaMemcpyAsync(data, receive, count * sizeof(float), cudaMemcpyDeviceToHost,
-                                stream));
+  copy(receive, data, count * sizeof(float), cudaMemcpyDeviceToHost);
   MT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

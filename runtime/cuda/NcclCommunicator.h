@@ -3,6 +3,7 @@
 #ifndef MT_RUNTIME_CUDA_NCCLCOMMUNICATOR_H
 #define MT_RUNTIME_CUDA_NCCLCOMMUNICATOR_H
 
+#include "runtime/cuda/PinnedMemory.h"
 #include "runtime/parallel/Communicator.h"
 
 #include <cuda_runtime.h>
@@ -20,6 +21,9 @@ public:
   /// Joins group `id` as `rank` of `ranks` on the current CUDA device (NCCL_NVLS_ENABLE and
   /// the other multicast switches are set off first).
   NcclCommunicator(const ncclUniqueId &id, int rank, int ranks);
+  /// Host data inside `pinned`'s registrations is copied through it (a copy may not span two
+  /// registrations); other host data is copied directly.
+  void useHostMemory(const PinnedMemory *pinned) { hostMemory = pinned; }
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator &) = delete;
   NcclCommunicator &operator=(const NcclCommunicator &) = delete;
@@ -34,12 +38,14 @@ public:
 private:
   /// The staging buffer, grown to at least `bytes`.
   char *staging(size_t bytes);
+  void copy(void *device, void *host, size_t bytes, cudaMemcpyKind kind);
 
   int self, ranks;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   char *buffer = nullptr;
   size_t bufferBytes = 0;
+  const PinnedMemory *hostMemory = nullptr;
 };
 
 } // namespace mt::cuda

@@ -25,6 +25,7 @@ public:
   /// Runs one step; its gradients are in gradient(p) until the next.
   double run(const TokenInputs &inputs);
   float *gradient(int p) const { return executor->gradient(p); }
+  const cuda::PinnedMemory &pinnedMemory() const { return executor->pinnedMemory(); }
   /// See cuda::Executor::onGradient.
   void onGradient(std::function<void(int parameter)> listener) {
     executor->onGradient(std::move(listener));

@@ -472,6 +472,7 @@ int train(const Options &options) {
   if (options.processes > 0) {
     nccl = std::make_unique<cuda::NcclCommunicator>(
         *static_cast<const ncclUniqueId *>(options.group), options.processRank, options.processes);
+    nccl->useHostMemory(&device->pinnedMemory());
     std::vector<float *> own;
     for (ParameterState &parameter : state.parameters)
       own.push_back(parameter.master);
