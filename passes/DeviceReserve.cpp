@@ -5,6 +5,7 @@
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
 #include "passes/BufferLiveness.h"
+#include "runtime/KernelShapes.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -17,8 +18,6 @@ namespace mt {
 namespace {
 
 constexpr int64_t kAlignment = 256;
-/// Partial results per output of a split reduction (kMaxChunks in Normalization.cu).
-constexpr int64_t kMaxChunks = 256;
 /// Requests of one command rounded up to the alignment.
 constexpr int64_t kRoundingSlack = 4 * kAlignment;
 
@@ -33,9 +32,12 @@ int64_t lastDim(Value value) {
   return shape.empty() ? 1 : shape.back();
 }
 
+/// Whether `value` is an fp32 tensor on the device: four bytes an element, or a constant
+/// (the runtime keeps every real constant in fp32).
 bool fp32OnDevice(Value value) {
-  return llvm::isa<FloatType>(llvm::cast<RankedTensorType>(value.getType()).getElementType()) &&
-         deviceBytes(value) == 4 * elements(value);
+  if (!llvm::isa<FloatType>(llvm::cast<RankedTensorType>(value.getType()).getElementType()))
+    return false;
+  return value.getDefiningOp<ConstantOp>() || deviceBytes(value) == 4 * elements(value);
 }
 
 /// Bytes of `value`'s elements as device constants: reals in fp32, integers at their width.
@@ -55,7 +57,9 @@ int64_t kernelScratchBytes(Operation *op) {
   if (name == "mt.reduce_sum" || name == "mt.reduce_mean" || name == "mt.reduce_max") {
     floats = std::min(elements(op->getOperand(0)), elements(op->getResult(0)) * kMaxChunks);
   } else if (name == "mt.reduce_max_grad") {
-    floats = 2 * elements(op->getOperand(1));
+    // The maxima and tie counts per group, each reduced with its own partial sums.
+    int64_t groups = elements(op->getOperand(1));
+    floats = 2 * groups + 2 * std::min(elements(op->getOperand(0)), groups * kMaxChunks);
   } else if (name == "mt.rms_norm_grad" || name == "mt.layer_norm_grad") {
     Value x = op->getOperand(0);
     int64_t d = std::max<int64_t>(lastDim(x), 1), rows = elements(x) / d;

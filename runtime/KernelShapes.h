@@ -10,6 +10,10 @@
 
 namespace mt {
 
+/// The most partial results per output a device reduction splits its reduced extent into:
+/// what the kernels use and what the compiler reserves scratch for (passes/DeviceReserve).
+constexpr int64_t kMaxChunks = 256;
+
 /// Row-major strides of `shape`.
 inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 1);

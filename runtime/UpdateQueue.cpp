@@ -27,7 +27,7 @@ void UpdateQueue::push(int parameter) {
 void UpdateQueue::wait(int64_t count) {
   std::unique_lock<std::mutex> lock(mutex);
   finished.wait(lock, [&] { return done >= count || error; });
-  done -= count;
+  done = error ? 0 : done - count;
   if (error) {
     std::exception_ptr thrown = error;
     error = nullptr;
@@ -39,7 +39,7 @@ void UpdateQueue::work() {
   std::unique_lock<std::mutex> lock(mutex);
   while (true) {
     queued.wait(lock, [&] { return stopping || !pending.empty(); });
-    if (pending.empty())
+    if (stopping) // a run that ends early drops what it queued
       return;
     int parameter = pending.front();
     pending.pop_front();

@@ -26,7 +26,8 @@ public:
   /// only takes a lock.
   void push(int parameter);
   /// Blocks until `count` updates have run since the last wait, and rethrows the first
-  /// error an update threw.
+  /// error an update threw. Destroying the queue finishes the running update and drops the
+  /// queued ones.
   void wait(int64_t count);
 
 private:

@@ -86,6 +86,16 @@ struct Executor::Program {
 
 Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions options)
     : plan(plan), state(state), options(options) {
+  // A plan the device cannot run fails here without keeping what was already allocated.
+  try {
+    build();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void Executor::build() {
   const plan::Program &stepProgram = plan.step();
   if (stepProgram.commands_size() == 0 || stepProgram.commands(0).stream().empty())
     throw CudaError("the CUDA backend runs scheduled plans; compile with mtc -o PLAN.mtp "
@@ -212,6 +222,17 @@ Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions opt
         hostOffsets[command.results(r)] = hostBytes;
         hostBytes += alignUp(step->values[command.operands(r)].bytes(), kAlignment);
       }
+  // A parameter the loss does not reach has a constant zero gradient: it gets a zeroed host
+  // slot of its own, like an offloaded gradient.
+  for (int p = 0; p < stepProgram.gradients_size(); ++p) {
+    int id = stepProgram.gradients(p);
+    if (stepProgram.values(id).has_constant() && hostOffsets[id] < 0) {
+      hostOffsets[id] = hostBytes;
+      step->values[id] = tensorOf(stepProgram.values(id).type(), Storage::F32, nullptr);
+      hostBytes += alignUp(step->values[id].bytes(), kAlignment);
+      constantGradients.push_back(p);
+    }
+  }
   hostPool = static_cast<char *>(std::aligned_alloc(kPage, alignUp(std::max<int64_t>(hostBytes, 1), kPage)));
   if (!hostPool)
     throw CudaError("cannot allocate " + std::to_string(hostBytes) +
@@ -224,6 +245,11 @@ Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions opt
         step->values[id] = from;
         step->values[id].data = hostPool + hostOffsets[id];
       }
+  for (int p : constantGradients) {
+    DeviceTensor &zero = step->values[stepProgram.gradients(p)];
+    zero.data = hostPool + hostOffsets[stepProgram.gradients(p)];
+    std::memset(zero.data, 0, zero.bytes());
+  }
   for (int id = 0; id < stepProgram.values_size(); ++id)
     if (step->offsets[id] >= 0)
       step->values[id].data = arena + step->offsets[id];
@@ -276,22 +302,34 @@ Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions opt
   timing.resize(timers);
   for (cudaEvent_t &event : timing)
     MT_CUDA_CHECK(cudaEventCreate(&event));
+  // The constants' blocking copy from pageable memory may still be landing: the executor's
+  // non-blocking streams would not wait for it.
+  MT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-Executor::~Executor() {
+Executor::~Executor() { release(); }
+
+void Executor::release() {
   cudaDeviceSynchronize();
   pinned.reset();
   for (cudaEvent_t event : events)
     cudaEventDestroy(event);
   for (cudaEvent_t event : timing)
     cudaEventDestroy(event);
-  for (cudaStream_t stream : streams)
-    if (stream)
+  events.clear();
+  timing.clear();
+  for (cudaStream_t &stream : streams)
+    if (stream) {
       cudaStreamDestroy(stream);
+      stream = nullptr;
+    }
+  scratch.reset();
+  blas.reset();
   cudaFree(arena);
   cudaFree(constantPool);
   cudaFree(inputPool);
   std::free(hostPool);
+  arena = constantPool = inputPool = hostPool = nullptr;
 }
 
 void Executor::onGradient(std::function<void(int parameter)> listener) {
@@ -355,9 +393,15 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     if (it == inputs.end() || static_cast<int64_t>(it->second.size()) != slot.size())
       throw CudaError("the step needs input '" + input.name() + "' of " +
                       std::to_string(slot.size()) + " tokens");
-    MT_CUDA_CHECK(cudaMemcpy(slot.data, it->second.data(), slot.bytes(), cudaMemcpyHostToDevice));
+    // On the compute stream, which every use follows: a blocking copy from pageable memory
+    // may return before its data land, and the executor's streams do not wait for it.
+    MT_CUDA_CHECK(cudaMemcpyAsync(slot.data, it->second.data(), slot.bytes(),
+                                  cudaMemcpyHostToDevice, streams[1]));
   }
 
+  if (gradientListener)
+    for (int p : constantGradients)
+      gradientListener(p);
   StepMeasures measures;
   // Every stream starts at `begin`, so that command times share one origin.
   MT_CUDA_CHECK(cudaEventRecord(timing[0], streams[1]));
@@ -446,18 +490,11 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
   const DeviceTensor &loss = values[program.loss()];
   if (loss.size() != 1)
     throw CudaError("the loss has " + std::to_string(loss.size()) + " elements");
-  if (loss.storage == Storage::F32) {
-    float x = 0;
-    MT_CUDA_CHECK(cudaMemcpy(&x, loss.data, 4, cudaMemcpyDeviceToHost));
-    measures.loss = x;
-  } else {
-    uint16_t bits = 0;
-    MT_CUDA_CHECK(cudaMemcpy(&bits, loss.data, 2, cudaMemcpyDeviceToHost));
-    uint32_t wide = static_cast<uint32_t>(bits) << 16;
-    float x;
-    std::memcpy(&x, &wide, 4);
-    measures.loss = x;
-  }
+  if (loss.storage != Storage::F32)
+    throw CudaError("the loss is not fp32 on the device; recompile the plan with this mtc");
+  float x = 0;
+  MT_CUDA_CHECK(cudaMemcpy(&x, loss.data, 4, cudaMemcpyDeviceToHost));
+  measures.loss = x;
   return measures;
 }
 

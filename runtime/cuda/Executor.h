@@ -78,6 +78,9 @@ public:
 
 private:
   struct Program;
+  void build();
+  /// Frees what the executor holds (after the device has finished with it); idempotent.
+  void release();
   /// A program's values as device tensors: results placed in `base` by their offsets.
   void bind(const plan::Program &program, Program &bound, char *base);
   void runCommand(const plan::Command &command, const std::vector<DeviceTensor> &values,
@@ -107,6 +110,7 @@ private:
   };
   std::vector<GradientNotice> notices;
   std::function<void(int)> gradientListener;
+  std::vector<int> constantGradients; // parameters whose gradient is a constant zero
   DeviceMemory deviceMemory;
 };
 

@@ -3,6 +3,7 @@
 #include "runtime/parallel/ThreadGroup.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace mt {
 
@@ -61,8 +62,16 @@ ThreadGroup::~ThreadGroup() = default;
 
 Communicator &ThreadGroup::member(int rank) { return *members.at(rank); }
 
+void ThreadGroup::abort() {
+  std::lock_guard<std::mutex> lock(mutex);
+  aborted = true;
+  arrived.notify_all();
+}
+
 void ThreadGroup::barrier() {
   std::unique_lock<std::mutex> lock(mutex);
+  if (aborted)
+    throw std::runtime_error("another rank failed");
   uint64_t mine = generation;
   if (++waiting == size) {
     waiting = 0;
@@ -70,7 +79,9 @@ void ThreadGroup::barrier() {
     arrived.notify_all();
     return;
   }
-  arrived.wait(lock, [&] { return generation != mine; });
+  arrived.wait(lock, [&] { return generation != mine || aborted; });
+  if (generation == mine)
+    throw std::runtime_error("another rank failed");
 }
 
 } // namespace mt

@@ -19,6 +19,9 @@ public:
   ~ThreadGroup();
   /// Rank `rank`'s end of the group; each rank's thread uses only its own.
   Communicator &member(int rank);
+  /// Called by a rank that failed: every rank waiting in a collective, now or later, throws
+  /// instead of waiting for it forever.
+  void abort();
 
 private:
   class Member;
@@ -33,6 +36,7 @@ private:
   std::mutex mutex;
   std::condition_variable arrived;
   int waiting = 0;
+  bool aborted = false;
   uint64_t generation = 0;
 };
 

@@ -4,9 +4,11 @@
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/NcclCommunicator.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -18,10 +20,18 @@ int launchRanks(int ranks, const std::function<int(int rank, const ncclUniqueId 
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> children;
+  // A rank that fails leaves the others waiting in NCCL: stop them all.
+  auto stopAll = [&] {
+    for (pid_t child : children)
+      kill(child, SIGTERM);
+  };
   for (int rank = 0; rank < ranks; ++rank) {
     pid_t child = fork();
     if (child < 0) {
       std::perror("mt-run: fork");
+      stopAll();
+      for (pid_t started : children)
+        waitpid(started, nullptr, 0);
       return 1;
     }
     if (child == 0) {
@@ -39,12 +49,16 @@ int launchRanks(int ranks, const std::function<int(int rank, const ncclUniqueId 
     children.push_back(child);
   }
   int worst = 0;
-  for (int rank = 0; rank < ranks; ++rank) {
+  for (size_t left = children.size(); left > 0; --left) {
     int status = 0;
-    waitpid(children[rank], &status, 0);
+    pid_t done = waitpid(-1, &status, 0);
+    int rank = static_cast<int>(std::find(children.begin(), children.end(), done) -
+                                children.begin());
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code != 0)
-      std::fprintf(stderr, "mt-run: rank %d exited with %d\n", rank, code);
+    if (code != 0 && worst == 0) {
+      std::fprintf(stderr, "mt-run: rank %d exited with %d; stopping the others\n", rank, code);
+      stopAll();
+    }
     worst = std::max(worst, code);
   }
   return worst;

@@ -22,6 +22,7 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -389,6 +390,7 @@ int train(const Options &options) {
     }
     return inputs;
   };
+  std::unique_ptr<UpdateQueue> updates;
 #ifdef MT_HAS_CUDA
   if (options.checkAgainstHost)
     return checkDevice(nextInputs(layerMajor ? micro : 1));
@@ -416,7 +418,6 @@ int train(const Options &options) {
     adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment, gradients[p],
                 parameter.count, lr, decay, adamw, currentStep, parameter.streamCopy);
   };
-  std::unique_ptr<UpdateQueue> updates;
 #ifdef MT_HAS_CUDA
   if (overlapped) {
     updates = std::make_unique<UpdateQueue>(update);
@@ -489,111 +490,126 @@ int train(const Options &options) {
                 options.processes, ranks[0]->stateBytes() / 1048576.0);
   }
 #endif
-  for (int64_t step = 1; step <= options.steps; ++step) {
-    auto start = std::chrono::steady_clock::now();
-    currentStep = step;
-    lr = learningRate(adamw, step, options.steps);
-    // Gradient accumulation: the step's loss and gradients are the means over its
-    // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
-    // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
-    double loss = 0, gradNorm = 0;
-    int64_t runs = ranks.empty() ? (layerMajor ? 1 : micro) : 0;
-    if (!ranks.empty()) {
-      std::vector<std::map<std::string, std::vector<int64_t>>> inputs;
-      for (int r = 0; r < worldSize; ++r)
-        inputs.push_back(nextInputs(layerMajor ? micro : 1));
-      std::vector<DataParallelRank::Result> results(ranks.size());
-      std::vector<std::exception_ptr> errors(ranks.size());
-      std::vector<std::thread> threads;
-      for (size_t r = 0; r < ranks.size(); ++r)
-        threads.emplace_back([&, r] {
-          try {
-            results[r] = ranks[r]->step(inputs[rankIds[r]], step, lr, noDecay);
-          } catch (...) {
-            errors[r] = std::current_exception();
-          }
-        });
-      for (std::thread &thread : threads)
-        thread.join();
-      for (std::exception_ptr &error : errors)
-        if (error)
-          std::rethrow_exception(error);
-      loss = results[0].loss;
-      gradNorm = results[0].gradNorm;
-    }
-    for (int64_t m = 0; m < runs; ++m) {
-      std::map<std::string, std::vector<int64_t>> inputs = nextInputs(layerMajor ? micro : 1);
-#ifdef MT_HAS_CUDA
+  // A failed step may leave gradient callbacks queued on the device: the device goes first
+  // (its destructor waits for them), then the queue, while what updates read is alive.
+  try {
+    for (int64_t step = 1; step <= options.steps; ++step) {
+      auto start = std::chrono::steady_clock::now();
+      currentStep = step;
+      lr = learningRate(adamw, step, options.steps);
+      // Gradient accumulation: the step's loss and gradients are the means over its
+      // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
+      // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
+      double loss = 0, gradNorm = 0;
+      int64_t runs = ranks.empty() ? (layerMajor ? 1 : micro) : 0;
+      if (!ranks.empty()) {
+        std::vector<std::map<std::string, std::vector<int64_t>>> inputs;
+        for (int r = 0; r < worldSize; ++r)
+          inputs.push_back(nextInputs(layerMajor ? micro : 1));
+        std::vector<DataParallelRank::Result> results(ranks.size());
+        std::vector<std::exception_ptr> errors(ranks.size());
+        std::atomic<int> failed{-1};
+        std::vector<std::thread> threads;
+        for (size_t r = 0; r < ranks.size(); ++r)
+          threads.emplace_back([&, r] {
+            try {
+              results[r] = ranks[r]->step(inputs[rankIds[r]], step, lr, noDecay);
+            } catch (...) {
+              // The first rank to fail is the one to report; it stops the others' waits.
+              errors[r] = std::current_exception();
+              int none = -1;
+              failed.compare_exchange_strong(none, static_cast<int>(r));
+              group.abort();
+            }
+          });
+        for (std::thread &thread : threads)
+          thread.join();
+        if (failed >= 0)
+          std::rethrow_exception(errors[failed]);
+        loss = results[0].loss;
+        gradNorm = results[0].gradNorm;
+      }
+      for (int64_t m = 0; m < runs; ++m) {
+        std::map<std::string, std::vector<int64_t>> inputs = nextInputs(layerMajor ? micro : 1);
+  #ifdef MT_HAS_CUDA
+        if (device) {
+          loss += device->run(inputs) / runs;
+          if (!updates) // the overlapped updates read these pointers, set once before
+            for (int p = 0; p < plan.parameters_size(); ++p)
+              gradients[p] = device->gradient(p);
+        }
+  #endif
+        if (!onDevice) {
+          host::StepResult<float> part =
+              options.checkSchedule
+                  ? executor.runInterleaved(weights, inputs, options.seed * 7919 + step * 31 + m,
+                                            options.ignoredEvent)
+                  : executor.run(weights, inputs);
+          loss += part.loss / runs;
+          hostGradients = std::move(part.gradients);
+          for (int p = 0; p < plan.parameters_size(); ++p)
+            gradients[p] = hostGradients[p].data();
+        }
+        if (runs == 1)
+          continue;
+        if (m == 0)
+          accumulated.assign(counts.size(), {});
+        for (size_t p = 0; p < counts.size(); ++p) {
+          accumulated[p].resize(counts[p], 0.0f);
+          for (int64_t i = 0; i < counts[p]; ++i)
+            accumulated[p][i] = (m == 0 ? 0.0f : accumulated[p][i]) + gradients[p][i];
+        }
+      }
+      if (runs > 1 && ranks.empty())
+        for (size_t p = 0; p < counts.size(); ++p) {
+          for (float &g : accumulated[p])
+            g /= static_cast<float>(runs);
+          gradients[p] = accumulated[p].data();
+        }
+  #ifdef MT_HAS_CUDA
       if (device) {
-        loss += device->run(inputs) / runs;
+        deviceReport = device->report();
+        deviceMetrics = device->metrics();
+        if (!options.trace.empty() && step == options.steps)
+          device->writeTrace(options.trace);
+      }
+  #endif
+      if (!ranks.empty()) {
+        // The ranks updated their shards and gathered the weights.
+      } else if (updates) {
+        updates->wait(plan.parameters_size());
+        for (double sum : squares)
+          gradNorm += sum;
+        gradNorm = std::sqrt(gradNorm);
+      } else {
+        gradNorm = clipGradients(gradients, counts, adamw.grad_clip());
         for (int p = 0; p < plan.parameters_size(); ++p)
-          gradients[p] = device->gradient(p);
+          update(p);
       }
-#endif
-      if (!onDevice) {
-        host::StepResult<float> part =
-            options.checkSchedule
-                ? executor.runInterleaved(weights, inputs, options.seed * 7919 + step * 31 + m,
-                                          options.ignoredEvent)
-                : executor.run(weights, inputs);
-        loss += part.loss / runs;
-        hostGradients = std::move(part.gradients);
-        for (int p = 0; p < plan.parameters_size(); ++p)
-          gradients[p] = hostGradients[p].data();
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                      .count();
+      double tokensPerSecond = worldSize * micro * batch * length / (ms / 1000.0);
+      if (terminal) {
+        int filled = static_cast<int>(30 * step / options.steps);
+        std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
+                    std::string(30 - filled, '.').c_str());
       }
-      if (runs == 1)
-        continue;
-      if (m == 0)
-        accumulated.assign(counts.size(), {});
-      for (size_t p = 0; p < counts.size(); ++p) {
-        accumulated[p].resize(counts[p], 0.0f);
-        for (int64_t i = 0; i < counts[p]; ++i)
-          accumulated[p][i] = (m == 0 ? 0.0f : accumulated[p][i]) + gradients[p][i];
-      }
+      std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s",
+                  static_cast<long long>(step), static_cast<long long>(options.steps), loss, ms,
+                  tokensPerSecond, deviceReport.c_str(),
+                  terminal && step < options.steps ? "" : "\n");
+      std::fflush(stdout);
+      if (metrics.is_open())
+        metrics << "{\"step\":" << step << ",\"loss\":" << loss << ",\"lr\":" << lr
+                << ",\"grad_norm\":" << gradNorm << ",\"ms\":" << ms
+                << ",\"tokens_per_s\":" << tokensPerSecond << deviceMetrics << "}\n";
     }
-    if (runs > 1 && ranks.empty())
-      for (size_t p = 0; p < counts.size(); ++p) {
-        for (float &g : accumulated[p])
-          g /= static_cast<float>(runs);
-        gradients[p] = accumulated[p].data();
-      }
+  } catch (...) {
 #ifdef MT_HAS_CUDA
-    if (device) {
-      deviceReport = device->report();
-      deviceMetrics = device->metrics();
-      if (!options.trace.empty() && step == options.steps)
-        device->writeTrace(options.trace);
-    }
+    device.reset();
 #endif
-    if (!ranks.empty()) {
-      // The ranks updated their shards and gathered the weights.
-    } else if (updates) {
-      updates->wait(plan.parameters_size());
-      for (double sum : squares)
-        gradNorm += sum;
-      gradNorm = std::sqrt(gradNorm);
-    } else {
-      gradNorm = clipGradients(gradients, counts, adamw.grad_clip());
-      for (int p = 0; p < plan.parameters_size(); ++p)
-        update(p);
-    }
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
-    double tokensPerSecond = worldSize * micro * batch * length / (ms / 1000.0);
-    if (terminal) {
-      int filled = static_cast<int>(30 * step / options.steps);
-      std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
-                  std::string(30 - filled, '.').c_str());
-    }
-    std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s",
-                static_cast<long long>(step), static_cast<long long>(options.steps), loss, ms,
-                tokensPerSecond, deviceReport.c_str(),
-                terminal && step < options.steps ? "" : "\n");
-    std::fflush(stdout);
-    if (metrics.is_open())
-      metrics << "{\"step\":" << step << ",\"loss\":" << loss << ",\"lr\":" << lr
-              << ",\"grad_norm\":" << gradNorm << ",\"ms\":" << ms
-              << ",\"tokens_per_s\":" << tokensPerSecond << deviceMetrics << "}\n";
+    updates.reset();
+    throw;
   }
   if (options.ranks > 1) // every rank holds the same gathered weights
     for (int p = 0; p < plan.parameters_size(); ++p)

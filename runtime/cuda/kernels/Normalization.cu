@@ -26,8 +26,6 @@ constexpr int64_t kBlockLine = 64;
 /// About one wave of resident threads on an H200 (132 SMs x 2048): the parallelism a
 /// reduction with few outputs splits its reduced extent to reach.
 constexpr int64_t kBusyThreads = 132 * 2048;
-/// At most this many partial results per output, so the fixed-order final pass stays short.
-constexpr int64_t kMaxChunks = 256;
 /// Merged dimensions a reduction's layout may have (see reductionOf).
 constexpr int kMaxDims = 8;
 
