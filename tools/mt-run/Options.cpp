@@ -1,0 +1,176 @@
+// mt-run's options: parsing, checking and the usage text.
+#include "tools/mt-run/Options.h"
+
+#include <cstdlib>
+
+namespace mt {
+
+const char *const kUsage = R"(usage: mt-run PLAN [options]
+       mt-run --calibrate OUT.json
+  --calibrate OUT.json      measure this machine (its GPU with --backend=auto|cuda, else the
+                            host backend) and write the device profile that
+                            mtc --target=OUT.json predicts steps with
+  --dump                    print the plan and exit
+  --check-gradients         compare the backward with finite differences (fp64) and exit
+  --check-tolerance X       the largest error --check-gradients accepts (default 1e-5)
+  --check-schedule          run each step as the plan's streams might interleave (a random
+                            order per step that keeps only stream order and events), poison
+                            released buffers, and fail on any dependency the plan misses
+  --ignore-event N          with --check-schedule: drop event N (tests that the check fails)
+  --data FILE               training tokens (nanoGPT uint16, llm.c headered, or --data-dtype=u32)
+  --data-dtype u16|u32      element type of a raw token file (default u16)
+  --steps N                 optimizer steps (default 1)
+  --backend auto|host|cuda  where the step runs (default auto: cuda when built and present)
+  --check-against-host      run one step on the device and on the host backend from the same
+                            weights and data, print the loss and gradient errors, and exit
+                            (fails above --check-tolerance, default 3e-2 here)
+  --ranks N                 data-parallel over N ranks as threads of this process on the
+                            host backend: each rank its own batches, gradients averaged and
+                            AdamW state sharded over the ranks (the math of N GPUs)
+  --nproc-per-node N        data-parallel over N GPUs of this host, one process each, joined
+                            by NCCL (loaded from libnccl.so.2); the same math as --ranks
+  --serialize               cuda debug: every command on one stream, no buffer reuse
+  --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
+                            of mtc --emit=timeline
+  --init model|random       initial weights from the plan's files or drawn (default model)
+  --seed S                  seed of --init=random (default 0)
+  --metrics OUT.jsonl       one JSON object per step
+  --save-weights OUT.safetensors
+  --lr --beta1 --beta2 --eps --weight-decay X   AdamW (defaults from the plan)
+  --no-decay REGEX          parameter names without weight decay
+  --grad-clip X             clip the global gradient norm to X
+  --warmup STEPS  --schedule constant|cosine  --min-lr X
+)";
+
+
+namespace {
+
+double numberOf(const std::string &flag, const std::string &value) {
+  char *end = nullptr;
+  double number = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0')
+    throw UsageError(flag + " needs a number, got '" + value + "'");
+  return number;
+}
+
+/// The AdamW flags, each setting one field of the plan's optimizer settings.
+const std::map<std::string, OptimizerFlag> &optimizerFlags() {
+  static const std::map<std::string, OptimizerFlag> flags = {
+      {"--lr", [](plan::AdamW &a, const std::string &v) { a.set_lr(numberOf("--lr", v)); }},
+      {"--beta1",
+       [](plan::AdamW &a, const std::string &v) { a.set_beta1(numberOf("--beta1", v)); }},
+      {"--beta2",
+       [](plan::AdamW &a, const std::string &v) { a.set_beta2(numberOf("--beta2", v)); }},
+      {"--eps", [](plan::AdamW &a, const std::string &v) { a.set_eps(numberOf("--eps", v)); }},
+      {"--weight-decay",
+       [](plan::AdamW &a, const std::string &v) {
+         a.set_weight_decay(numberOf("--weight-decay", v));
+       }},
+      {"--grad-clip",
+       [](plan::AdamW &a, const std::string &v) {
+         a.set_grad_clip(numberOf("--grad-clip", v));
+       }},
+      {"--warmup",
+       [](plan::AdamW &a, const std::string &v) {
+         a.set_warmup(static_cast<int64_t>(numberOf("--warmup", v)));
+       }},
+      {"--min-lr",
+       [](plan::AdamW &a, const std::string &v) { a.set_min_lr(numberOf("--min-lr", v)); }},
+      {"--no-decay", [](plan::AdamW &a, const std::string &v) { a.set_no_decay(v); }},
+      {"--schedule",
+       [](plan::AdamW &a, const std::string &v) {
+         if (v != "constant" && v != "cosine")
+           throw UsageError("--schedule must be constant or cosine, got " + v);
+         a.set_schedule(v);
+       }},
+  };
+  return flags;
+}
+
+} // namespace
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg.rfind("--", 0) != 0) {
+      if (!options.plan.empty())
+        throw UsageError("more than one plan given: " + options.plan + " and " + arg);
+      options.plan = arg;
+      continue;
+    }
+    size_t equals = arg.find('=');
+    if (equals != std::string::npos) {
+      value = arg.substr(equals + 1);
+      arg = arg.substr(0, equals);
+    }
+    auto take = [&]() {
+      if (equals != std::string::npos)
+        return value;
+      if (i + 1 >= argc)
+        throw UsageError(arg + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (arg == "--dump")
+      options.dump = true;
+    else if (arg == "--check-gradients")
+      options.checkGradients = true;
+    else if (arg == "--calibrate")
+      options.calibrate = take();
+    else if (arg == "--check-against-host")
+      options.checkAgainstHost = true;
+    else if (arg == "--nproc-per-node")
+      options.processes = static_cast<int>(numberOf(arg, take()));
+    else if (arg == "--ranks")
+      options.ranks = static_cast<int>(numberOf(arg, take()));
+    else if (arg == "--serialize")
+      options.serialize = true;
+    else if (arg == "--trace")
+      options.trace = take();
+    else if (arg == "--check-schedule")
+      options.checkSchedule = true;
+    else if (arg == "--ignore-event")
+      options.ignoredEvent = static_cast<int>(numberOf(arg, take()));
+    else if (arg == "--check-tolerance")
+      options.checkTolerance = numberOf(arg, take());
+    else if (arg == "--help")
+      throw UsageError("");
+    else if (arg == "--data")
+      options.data = take();
+    else if (arg == "--data-dtype")
+      options.dataDtype = take();
+    else if (arg == "--steps")
+      options.steps = static_cast<int64_t>(numberOf(arg, take()));
+    else if (arg == "--backend")
+      options.backend = take();
+    else if (arg == "--init")
+      options.init = take();
+    else if (arg == "--seed")
+      options.seed = static_cast<uint64_t>(numberOf(arg, take()));
+    else if (arg == "--metrics")
+      options.metrics = take();
+    else if (arg == "--save-weights")
+      options.saveWeights = take();
+    else if (auto flag = optimizerFlags().find(arg); flag != optimizerFlags().end()) {
+      std::string value = take();
+      plan::AdamW check; // a bad value is a usage error now, not after loading the plan
+      flag->second(check, value);
+      options.optimizer.emplace_back(flag->second, value);
+    } else
+      throw UsageError("unknown option " + arg);
+  }
+  if (options.plan.empty() && options.calibrate.empty())
+    throw UsageError("no plan given");
+  if (options.ranks < 1)
+    throw std::runtime_error("--ranks must be at least 1");
+  if (options.ranks > 1 && options.processes > 0)
+    throw std::runtime_error("--ranks (threads) and --nproc-per-node (processes) exclude each "
+                             "other");
+  if (options.steps < 1)
+    throw std::runtime_error("--steps must be at least 1");
+  if (options.init != "model" && options.init != "random")
+    throw std::runtime_error("--init must be model or random, got " + options.init);
+  return options;
+}
+
+} // namespace mt

@@ -1,0 +1,49 @@
+// mt-run's command line: the options and their usage text.
+#ifndef MT_TOOLS_MT_RUN_OPTIONS_H
+#define MT_TOOLS_MT_RUN_OPTIONS_H
+
+#include "plan/plan.pb.h"
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mt {
+
+extern const char *const kUsage;
+
+/// A command-line mistake: reported with the usage text.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// An AdamW flag: sets one field of the plan's optimizer settings.
+using OptimizerFlag = void (*)(plan::AdamW &, const std::string &);
+
+struct Options {
+  std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics,
+                    saveWeights, calibrate;
+  bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
+       serialize = false;
+  std::string trace;
+  int ignoredEvent = -1;
+  double checkTolerance = -1; // each check's own default when not given
+  int64_t steps = 1;
+  int ranks = 1;
+  /// --nproc-per-node: processes (GPUs) of this host; in a child, its rank and NCCL group.
+  int processes = 0, processRank = -1;
+  const void *group = nullptr;
+  uint64_t seed = 0;
+  /// AdamW flags in command-line order, applied over the plan's defaults.
+  std::vector<std::pair<OptimizerFlag, std::string>> optimizer;
+};
+
+/// Reads argv; throws UsageError (or runtime_error for bad values) naming the option.
+Options parseOptions(int argc, char **argv);
+
+} // namespace mt
+
+#endif // MT_TOOLS_MT_RUN_OPTIONS_H
