@@ -14,9 +14,11 @@
 #include "runtime/UpdateQueue.h"
 #include "runtime/host/Executor.h"
 #include "runtime/parallel/DataParallel.h"
+#include "runtime/parallel/Rendezvous.h"
 #include "runtime/parallel/ThreadGroup.h"
 #ifdef MT_HAS_CUDA
 #include "runtime/cuda/Calibration.h"
+#include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/NcclCommunicator.h"
 #include "tools/mt-run/DeviceSteps.h"
 #include "tools/mt-run/Launcher.h"
@@ -29,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -66,6 +69,34 @@ std::string calibrate(const Options &options) {
 }
 
 int train(const Options &options) {
+  // A process a launcher started (torchrun's or OpenMPI's variables) is one rank of a run
+  // over GPUs of one or more hosts: it meets the others at MASTER_ADDR:MASTER_PORT.
+  LaunchEnvironment launched = launchEnvironment();
+  if (launched.worldSize > 1 && options.processes == 0 && options.processRank < 0) {
+#ifdef MT_HAS_CUDA
+    std::vector<char> id(sizeof(ncclUniqueId));
+    if (launched.rank == 0) {
+      ncclUniqueId made = cuda::newNcclGroup();
+      std::memcpy(id.data(), &made, sizeof made);
+    }
+    id = shareFromRankZero(launched, id);
+    ncclUniqueId group;
+    std::memcpy(&group, id.data(), sizeof group);
+    MT_CUDA_CHECK(cudaSetDevice(launched.localRank));
+    Options own = options;
+    own.processes = launched.worldSize;
+    own.processRank = launched.rank;
+    own.group = &group;
+    own.backend = "cuda";
+    if (launched.rank > 0 && !std::freopen("/dev/null", "w", stdout))
+      throw std::runtime_error("cannot quiet rank " + std::to_string(launched.rank));
+    return train(own);
+#else
+    throw std::runtime_error("this process is rank " + std::to_string(launched.rank) + " of " +
+                             std::to_string(launched.worldSize) +
+                             " (WORLD_SIZE), which needs an mt-run built with the CUDA toolkit");
+#endif
+  }
   if (options.processes > 0 && options.processRank < 0) {
 #ifdef MT_HAS_CUDA
     // Rank 0 reports; the others keep only their errors.
