@@ -86,6 +86,25 @@ inline std::string normRow(const std::vector<int64_t> &shape,
   return "";
 }
 
+/// The extents of attention over query [B, Hq, Tq, D], key [B, Hkv, Tk, D] and value
+/// [B, Hkv, Tk, Dv], with grouped-query heads (Hkv divides Hq).
+struct AttentionExtents {
+  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
+};
+inline std::string attentionExtents(const std::vector<int64_t> &q, const std::vector<int64_t> &k,
+                                    const std::vector<int64_t> &v, AttentionExtents &a) {
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
+    return "query, key and value must have rank 4";
+  a = {q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
+  if (k[0] != a.batch || v[0] != a.batch || v[1] != a.kvHeads || v[2] != a.keys ||
+      k[3] != a.depth)
+    return "key or value does not match the query's batch and depth";
+  if (a.kvHeads == 0 || a.queryHeads % a.kvHeads != 0)
+    return std::to_string(a.kvHeads) + " key/value heads do not divide " +
+           std::to_string(a.queryHeads) + " query heads";
+  return "";
+}
+
 } // namespace mt
 
 #endif // MT_RUNTIME_KERNELSHAPES_H

@@ -72,18 +72,13 @@ struct AttentionShape {
 
 template <typename T>
 AttentionShape attentionShape(const Args<T> &args) {
-  const Shape &q = args.in(0).shape, &k = args.in(1).shape, &v = args.in(2).shape;
-  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
-    args.fail("query, key and value must have rank 4");
-  AttentionShape a{q[0], q[1], k[1], q[2], k[2], q[3], v[3], args.attrFloat("scale"),
-                   args.flag("causal")};
-  if (k[0] != a.batch || v[0] != a.batch || v[1] != a.kvHeads || v[2] != a.keys ||
-      k[3] != a.depth)
-    args.fail("key or value does not match the query's batch and depth");
-  if (a.kvHeads == 0 || a.queryHeads % a.kvHeads != 0)
-    args.fail(std::to_string(a.kvHeads) + " key/value heads do not divide " +
-              std::to_string(a.queryHeads) + " query heads");
-  return a;
+  AttentionExtents e{};
+  if (std::string error =
+          attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
+      !error.empty())
+    args.fail(error);
+  return {e.batch, e.queryHeads, e.kvHeads, e.queries, e.keys, e.depth, e.valueDepth,
+          args.attrFloat("scale"), args.flag("causal")};
 }
 
 /// `count` rows of `width` elements, transposed into double [width, count].

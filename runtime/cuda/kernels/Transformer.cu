@@ -1,5 +1,6 @@
 // The fused transformer kernels on the device: embedding lookup, rotary embedding and
 // grouped-query attention (flash-style, online softmax, O(T) memory), with the gradients.
+#include "runtime/KernelShapes.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/FlashAttention.h"
 #include "runtime/cuda/kernels/KernelArgs.h"
@@ -178,18 +179,13 @@ constexpr int kTile = 32;
 constexpr int kMaxDepth = 256;
 
 AttentionDims attentionDims(const KernelArgs &args) {
-  const auto &q = args.in(0).shape, &k = args.in(1).shape, &v = args.in(2).shape;
-  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
-    args.fail("query, key and value must have rank 4");
-  AttentionDims a{q[0], q[1], k[1], q[2], k[2], q[3], v[3],
-                  static_cast<float>(args.attrFloat("scale")), args.flag("causal")};
-  if (k[0] != a.batch || v[0] != a.batch || v[1] != a.kvHeads || v[2] != a.keys ||
-      k[3] != a.depth)
-    args.fail("key or value does not match the query's batch and depth");
-  if (a.kvHeads == 0 || a.queryHeads % a.kvHeads != 0)
-    args.fail(std::to_string(a.kvHeads) + " key/value heads do not divide " +
-              std::to_string(a.queryHeads) + " query heads");
-  return a;
+  AttentionExtents e{};
+  if (std::string error =
+          attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
+      !error.empty())
+    args.fail(error);
+  return {e.batch, e.queryHeads, e.kvHeads, e.queries, e.keys, e.depth, e.valueDepth,
+          static_cast<float>(args.attrFloat("scale")), args.flag("causal")};
 }
 
 __device__ __forceinline__ float warpMax(float x) {
