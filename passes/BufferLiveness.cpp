@@ -1,6 +1,8 @@
 // Device buffers of a step and their live ranges in program order.
 #include "passes/BufferLiveness.h"
 
+#include "plan/DeviceLayout.h"
+
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
 
@@ -12,9 +14,6 @@ namespace mt {
 
 namespace {
 
-constexpr int64_t kAlignment = 256;
-
-int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 /// Whether `value` leaves the device, or the step, at four bytes an element: a gradient
 /// bound for the host, the step's loss, or a template result whose call result does.
@@ -83,7 +82,7 @@ bool producesDeviceValues(Operation *op) {
 }
 
 int64_t DeviceArena::allocate(int64_t bytes) {
-  bytes = alignUp(bytes);
+  bytes = alignToDevice(bytes);
   for (auto it = free.begin(); it != free.end(); ++it) {
     auto [offset, size] = *it;
     if (size < bytes)
@@ -104,7 +103,7 @@ int64_t DeviceArena::allocate(int64_t bytes) {
 }
 
 void DeviceArena::release(int64_t offset, int64_t bytes) {
-  bytes = alignUp(bytes);
+  bytes = alignToDevice(bytes);
   auto [it, inserted] = free.emplace(offset, bytes);
   auto next = std::next(it);
   if (next != free.end() && it->first + it->second == next->first) {

@@ -5,6 +5,7 @@
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
 #include "passes/BufferLiveness.h"
+#include "plan/DeviceLayout.h"
 #include "runtime/KernelShapes.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
@@ -17,11 +18,9 @@ namespace mt {
 
 namespace {
 
-constexpr int64_t kAlignment = 256;
 /// Requests of one command rounded up to the alignment.
-constexpr int64_t kRoundingSlack = 4 * kAlignment;
+constexpr int64_t kRoundingSlack = 4 * kDeviceAlignment;
 
-int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 int64_t elements(Value value) {
   return numElements(llvm::cast<RankedTensorType>(value.getType()).getShape());
@@ -43,10 +42,9 @@ bool fp32OnDevice(Value value) {
 /// Bytes of `value`'s elements as device constants: reals in fp32, integers at their width.
 int64_t constantBytes(Value value) {
   auto type = llvm::cast<RankedTensorType>(value.getType());
-  int64_t width = llvm::isa<FloatType>(type.getElementType())
-                      ? 4
-                      : std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  return alignUp(numElements(type.getShape()) * width);
+  int64_t width = constantElementBytes(llvm::isa<FloatType>(type.getElementType()),
+                                       type.getElementTypeBitWidth());
+  return alignToDevice(numElements(type.getShape()) * width);
 }
 
 } // namespace
@@ -88,7 +86,7 @@ DeviceReserve deviceReserve(ModuleOp module) {
   if (!step)
     return reserve;
   for (BlockArgument input : step.getArguments())
-    reserve.inputs += alignUp(elements(input) * 8); // the runtime holds token ids as int64
+    reserve.inputs += alignToDevice(elements(input) * kTokenBytes);
   llvm::SmallPtrSet<Operation *, 8> functions{step};
   step.walk([&](func::CallOp call) {
     if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))

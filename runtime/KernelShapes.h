@@ -86,6 +86,48 @@ inline std::string normRow(const std::vector<int64_t> &shape,
   return "";
 }
 
+/// Checks a concatenation of `shapes` along `axis` into `out`: each operand is the result's
+/// shape off the axis, and their axis sizes sum to the result's.
+inline std::string concatShapes(const std::vector<const std::vector<int64_t> *> &shapes,
+                                const std::vector<int64_t> &out, int64_t axis) {
+  int64_t total = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<int64_t> expected = out;
+    const std::vector<int64_t> &shape = *shapes[i];
+    if (shape.size() == out.size())
+      expected[axis] = shape[axis];
+    if (shape != expected)
+      return "operand " + std::to_string(i) + " differs from the result off axis " +
+             std::to_string(axis);
+    total += shape[axis];
+  }
+  if (total != out[axis])
+    return "the operands' axis sizes sum to " + std::to_string(total) + ", not " +
+           std::to_string(out[axis]);
+  return "";
+}
+
+/// A reduction of `shape` over `axes`: `reduced` marks them, `kept` is the shape with them set
+/// to 1 (keepdims) and `dropped` the shape without them.
+inline std::string reductionShapes(const std::vector<int64_t> &shape,
+                                   const std::vector<int64_t> &axes, std::vector<bool> &reduced,
+                                   std::vector<int64_t> &kept, std::vector<int64_t> &dropped) {
+  reduced.assign(shape.size(), false);
+  kept = shape;
+  dropped.clear();
+  for (int64_t axis : axes) {
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
+      return "axis " + std::to_string(axis) + " is out of range for rank " +
+             std::to_string(shape.size());
+    reduced[axis] = true;
+    kept[axis] = 1;
+  }
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!reduced[d])
+      dropped.push_back(shape[d]);
+  return "";
+}
+
 /// The extents of attention over query [B, Hq, Tq, D], key [B, Hkv, Tk, D] and value
 /// [B, Hkv, Tk, Dv], with grouped-query heads (Hkv divides Hq).
 struct AttentionExtents {

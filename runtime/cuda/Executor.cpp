@@ -3,6 +3,7 @@
 // which in plan order is the record the schedule meant.
 #include "runtime/cuda/Executor.h"
 
+#include "plan/DeviceLayout.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/TensorCopy.h"
@@ -16,10 +17,9 @@ namespace mt::cuda {
 
 namespace {
 
-constexpr int64_t kAlignment = 256;
 constexpr int64_t kPage = 4096;
 
-int64_t alignUp(int64_t bytes, int64_t to) { return (bytes + to - 1) / to * to; }
+int64_t pageAlign(int64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
 int64_t elementsOf(const plan::TensorType &type) {
   int64_t n = 1;
@@ -117,7 +117,7 @@ void Executor::build() {
         constantOffsets.push_back(static_cast<int64_t>(constants.size()));
         constantValues.emplace_back(&program, id);
         constants += bytes;
-        constants.resize(alignUp(constants.size(), kAlignment));
+        constants.resize(alignToDevice(constants.size()));
       }
   };
   gatherConstants(stepProgram);
@@ -135,17 +135,17 @@ void Executor::build() {
       for (int r = 0; r < command.offsets_size(); ++r) {
         ownOffsets[c].push_back(command.offsets(r) < 0 ? -1 : top);
         if (command.offsets(r) >= 0)
-          top += alignUp(command.result_bytes(r), kAlignment);
+          top += alignToDevice(command.result_bytes(r));
       }
       ownWorkspace[c] = top;
-      top += alignUp(command.workspace_bytes(), kAlignment);
+      top += alignToDevice(command.workspace_bytes());
     }
     arenaBytes = top;
   }
 
   int64_t inputBytes = 0;
   for (const plan::Input &input : stepProgram.inputs())
-    inputBytes += alignUp(elementsOf(stepProgram.values(input.value()).type()) * 8, kAlignment);
+    inputBytes += alignToDevice(elementsOf(stepProgram.values(input.value()).type()) * kTokenBytes);
 
   if (plan.blas_workspace_bytes() <= 0)
     throw CudaError("the plan reserves no device memory beside its arena; recompile it with "
@@ -220,7 +220,7 @@ void Executor::build() {
     if (command.op() == "mt.offload")
       for (int r = 0; r < command.results_size(); ++r) {
         hostOffsets[command.results(r)] = hostBytes;
-        hostBytes += alignUp(step->values[command.operands(r)].bytes(), kAlignment);
+        hostBytes += alignToDevice(step->values[command.operands(r)].bytes());
       }
   // A parameter the loss does not reach has a constant zero gradient: it gets a zeroed host
   // slot of its own, like an offloaded gradient.
@@ -229,11 +229,12 @@ void Executor::build() {
     if (stepProgram.values(id).has_constant() && hostOffsets[id] < 0) {
       hostOffsets[id] = hostBytes;
       step->values[id] = tensorOf(stepProgram.values(id).type(), Storage::F32, nullptr);
-      hostBytes += alignUp(step->values[id].bytes(), kAlignment);
+      hostBytes += alignToDevice(step->values[id].bytes());
       constantGradients.push_back(p);
     }
   }
-  hostPool = static_cast<char *>(std::aligned_alloc(kPage, alignUp(std::max<int64_t>(hostBytes, 1), kPage)));
+  int64_t hostPoolBytes = pageAlign(std::max<int64_t>(hostBytes, 1));
+  hostPool = static_cast<char *>(std::aligned_alloc(kPage, hostPoolBytes));
   if (!hostPool)
     throw CudaError("cannot allocate " + std::to_string(hostBytes) +
                     " bytes of host memory for offloaded checkpoints and gradients");
@@ -258,7 +259,7 @@ void Executor::build() {
   for (const plan::Input &input : stepProgram.inputs()) {
     const plan::TensorType &type = stepProgram.values(input.value()).type();
     step->values[input.value()] = tensorOf(type, Storage::I64, inputPool + inputAt);
-    inputAt += alignUp(elementsOf(type) * 8, kAlignment);
+    inputAt += alignToDevice(elementsOf(type) * kTokenBytes);
   }
 
   for (int p = 0; p < stepProgram.gradients_size(); ++p) {
@@ -290,7 +291,7 @@ void Executor::build() {
   for (const LayerBlock &block : state.blocks)
     regions.push_back({block.begin, static_cast<size_t>(block.bytes)});
   if (hostBytes > 0)
-    regions.push_back({hostPool, static_cast<size_t>(alignUp(hostBytes, kPage))});
+    regions.push_back({hostPool, static_cast<size_t>(hostPoolBytes)});
   pinned = std::make_unique<PinnedMemory>(regions);
 
   for (cudaStream_t &stream : streams)
@@ -407,7 +408,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
   MT_CUDA_CHECK(cudaEventRecord(timing[0], streams[1]));
   MT_CUDA_CHECK(cudaStreamWaitEvent(streams[0], timing[0]));
   MT_CUDA_CHECK(cudaStreamWaitEvent(streams[2], timing[0]));
-  std::vector<DeviceTensor> values = step->values;
+  const std::vector<DeviceTensor> &values = step->values;
   for (int c = 0; c < program.commands_size(); ++c) {
     const plan::Command &command = program.commands(c);
     int streamIndex = 0;

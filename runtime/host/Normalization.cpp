@@ -22,18 +22,11 @@ struct ReductionGroups {
 template <typename T>
 ReductionGroups reductionGroups(const Args<T> &args, const Shape &shape) {
   ReductionGroups groups;
-  groups.kept = shape;
-  std::vector<bool> reduced(shape.size(), false);
-  for (int64_t axis : args.attrInts("axes")) {
-    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
-      args.fail("axis " + std::to_string(axis) + " is out of range for rank " +
-                std::to_string(shape.size()));
-    reduced[axis] = true;
-    groups.kept[axis] = 1;
-  }
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (!reduced[d])
-      groups.dropped.push_back(shape[d]);
+  std::vector<bool> reduced;
+  if (std::string error =
+          reductionShapes(shape, args.attrInts("axes"), reduced, groups.kept, groups.dropped);
+      !error.empty())
+    args.fail(error);
   groups.strides = stridesOf(groups.kept);
   for (size_t d = 0; d < shape.size(); ++d)
     if (reduced[d])

@@ -89,20 +89,11 @@ void concat(const Args<T> &args) {
   const Shape &out = args.out(0).shape;
   int64_t axis = args.axis("axis", out.size());
   int64_t outer = product(out, 0, axis), inner = product(out, axis + 1, out.size());
-  int64_t total = 0;
-  for (size_t i = 0; i < args.operands.size(); ++i) {
-    Shape expected = out;
-    const Shape &shape = args.in(i).shape;
-    if (shape.size() == out.size())
-      expected[axis] = shape[axis];
-    if (shape != expected)
-      args.fail("operand " + std::to_string(i) + " differs from the result off axis " +
-                std::to_string(axis));
-    total += shape[axis];
-  }
-  if (total != out[axis])
-    args.fail("the operands' axis sizes sum to " + std::to_string(total) + ", not " +
-              std::to_string(out[axis]));
+  std::vector<const Shape *> shapes;
+  for (const HostTensor<T> *operand : args.operands)
+    shapes.push_back(&operand->shape);
+  if (std::string error = concatShapes(shapes, out, axis); !error.empty())
+    args.fail(error);
   byElementKind(args, [&](auto member) {
     auto &dst = args.out(0).*member;
     int64_t offset = 0;

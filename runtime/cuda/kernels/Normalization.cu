@@ -220,19 +220,11 @@ struct Reduction {
 /// case, any interleaving up to kMaxDims runs otherwise.
 Reduction reductionOf(const KernelArgs &args, const Shape &shape) {
   Reduction reduction{};
-  reduction.kept = shape;
-  std::vector<bool> reduced(shape.size(), false);
+  std::vector<bool> reduced;
   std::vector<int64_t> axes = args.attrInts("axes");
-  for (int64_t axis : axes) {
-    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
-      args.fail("axis " + std::to_string(axis) + " is out of range for rank " +
-                std::to_string(shape.size()));
-    reduced[axis] = true;
-    reduction.kept[axis] = 1;
-  }
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (!reduced[d])
-      reduction.dropped.push_back(shape[d]);
+  if (std::string error = reductionShapes(shape, axes, reduced, reduction.kept, reduction.dropped);
+      !error.empty())
+    args.fail(error);
 
   std::vector<std::pair<int64_t, bool>> runs;
   for (size_t d = 0; d < shape.size(); ++d) {

@@ -252,20 +252,11 @@ void concat(const KernelArgs &args) {
     args.fail("the result must have rank 1 or more");
   int64_t axis = args.axis("axis", out.size());
   int64_t outer = product(out, 0, axis), inner = product(out, axis + 1, out.size());
-  int64_t total = 0;
-  for (size_t i = 0; i < args.operandCount(); ++i) {
-    Shape expected = out;
-    const Shape &shape = args.in(i).shape;
-    if (shape.size() == out.size())
-      expected[axis] = shape[axis];
-    if (shape != expected)
-      args.fail("operand " + std::to_string(i) + " differs from the result off axis " +
-                std::to_string(axis));
-    total += shape[axis];
-  }
-  if (total != out[axis])
-    args.fail("the operands' axis sizes sum to " + std::to_string(total) + ", not " +
-              std::to_string(out[axis]));
+  std::vector<const Shape *> shapes;
+  for (size_t i = 0; i < args.operandCount(); ++i)
+    shapes.push_back(&args.in(i).shape);
+  if (std::string error = concatShapes(shapes, out, axis); !error.empty())
+    args.fail(error);
   expectSameKind(args);
   // Operand i fills columns [offset, offset + chunk) of the result read as [outer, row].
   int64_t row = out[axis] * inner, offset = 0;

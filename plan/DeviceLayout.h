@@ -1,0 +1,27 @@
+// How a plan lays values out in device memory, for the compiler that sizes the arena and the
+// reserve beside it and the backend that allocates them: both must count alike.
+#ifndef MT_PLAN_DEVICELAYOUT_H
+#define MT_PLAN_DEVICELAYOUT_H
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mt {
+
+/// Every device buffer starts on this boundary and takes a whole number of it.
+constexpr int64_t kDeviceAlignment = 256;
+inline int64_t alignToDevice(int64_t bytes) {
+  return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
+}
+
+/// Token ids are int64 on the device, whatever the plan's input type.
+constexpr int64_t kTokenBytes = 8;
+
+/// A constant's element on the device: reals in fp32, integers at their width.
+inline int64_t constantElementBytes(bool real, int64_t bitWidth) {
+  return real ? 4 : std::max<int64_t>(1, bitWidth / 8);
+}
+
+} // namespace mt
+
+#endif // MT_PLAN_DEVICELAYOUT_H
