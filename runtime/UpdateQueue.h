@@ -1,43 +1,54 @@
 // Optimizer updates that start as soon as a parameter's gradient is on the host, on a worker
-// thread, while the device computes the rest of the backward: the CPU AdamW of layer L
-// overlaps the backward of the layers before it.
+// thread, while the device computes the rest of the backward; the next step waits only for
+// the parameters it is about to read, so the last updates overlap its forward.
 #ifndef MT_RUNTIME_UPDATEQUEUE_H
 #define MT_RUNTIME_UPDATEQUEUE_H
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 namespace mt {
 
 class UpdateQueue {
 public:
-  using Update = std::function<void(int parameter)>;
-  explicit UpdateQueue(Update update);
+  /// Applies the optimizer step `step` to `parameter`.
+  using Update = std::function<void(int parameter, int64_t step)>;
+  /// `need[p]` is parameter p's place in the order a step first reads the parameters. Queued
+  /// updates run oldest step first, then in that order: the backward hands gradients over
+  /// last layer first, but the next forward needs the first layer first.
+  UpdateQueue(Update update, std::vector<int> need);
   ~UpdateQueue();
   UpdateQueue(const UpdateQueue &) = delete;
   UpdateQueue &operator=(const UpdateQueue &) = delete;
 
-  /// Queues parameter's update. Safe from any thread, including a CUDA host callback: it
-  /// only takes a lock.
-  void push(int parameter);
-  /// Blocks until `count` updates have run since the last wait, and rethrows the first
-  /// error an update threw. Destroying the queue finishes the running update and drops the
-  /// queued ones.
-  void wait(int64_t count);
+  /// Queues parameter's update of `step`. Safe from any thread, including a CUDA host
+  /// callback: it only takes a lock.
+  void push(int parameter, int64_t step);
+  /// Blocks until every queued update of `parameter` has run. Rethrows the first error an
+  /// update threw, as both waits do.
+  void waitFor(int parameter);
+  /// Blocks until `count` updates of `step` have run.
+  void waitStep(int64_t step, int64_t count);
 
 private:
   void work();
+  void rethrow(); // with the lock held
 
   Update update;
+  std::vector<int> need;
   std::mutex mutex;
   std::condition_variable queued, finished;
-  std::deque<int> pending;
-  int64_t done = 0;
+  std::set<std::tuple<int64_t, int, int>> pending; // step, need, parameter
+  std::vector<int> outstanding;                    // per parameter: queued or running
+  std::map<int64_t, int64_t> done;                 // updates run, per step
   bool stopping = false;
   std::exception_ptr error;
   std::thread worker;

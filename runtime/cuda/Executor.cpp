@@ -337,6 +337,29 @@ void Executor::onGradient(std::function<void(int parameter)> listener) {
   gradientListener = std::move(listener);
 }
 
+void Executor::awaitParameter(std::function<void(int parameter)> await) {
+  parameterAwait = std::move(await);
+}
+
+std::vector<int> Executor::readOrder() const {
+  const plan::Program &program = plan.step();
+  std::vector<int> order;
+  std::vector<bool> placed(plan.parameters_size(), false);
+  auto place = [&](int p) {
+    if (!placed.at(p))
+      order.push_back(p);
+    placed[p] = true;
+  };
+  for (const plan::Command &command : program.commands())
+    if (command.op() == "mt.prefetch")
+      for (int operand : command.operands())
+        if (program.values(operand).has_parameter())
+          place(program.values(operand).parameter());
+  for (int p = 0; p < plan.parameters_size(); ++p)
+    place(p);
+  return order;
+}
+
 cudaStream_t Executor::streamOf(const plan::Command &command, int *index) const {
   static const char *names[3] = {"h2d", "compute", "d2h"};
   for (int s = 0; s < 3; ++s)
@@ -400,9 +423,12 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
                                   cudaMemcpyHostToDevice, streams[1]));
   }
 
-  if (gradientListener)
-    for (int p : constantGradients)
+  for (int p : constantGradients) {
+    if (parameterAwait)
+      parameterAwait(p);
+    if (gradientListener)
       gradientListener(p);
+  }
   StepMeasures measures;
   // Every stream starts at `begin`, so that command times share one origin.
   MT_CUDA_CHECK(cudaEventRecord(timing[0], streams[1]));
@@ -413,6 +439,14 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     const plan::Command &command = program.commands(c);
     int streamIndex = 0;
     cudaStream_t stream = streamOf(command, &streamIndex);
+    if (parameterAwait) {
+      if (command.op() == "mt.prefetch")
+        for (int operand : command.operands())
+          if (program.values(operand).has_parameter())
+            parameterAwait(program.values(operand).parameter());
+      for (int p : notices[c].parameters)
+        parameterAwait(p);
+    }
     if (!options.serialize)
       for (int event : command.waits())
         MT_CUDA_CHECK(cudaStreamWaitEvent(stream, events.at(event)));

@@ -69,6 +69,13 @@ public:
   /// Calls `listener` with each parameter whose gradient has reached host memory during a
   /// step, as soon as it has: from a CUDA driver thread, so it must not call CUDA.
   void onGradient(std::function<void(int parameter)> listener);
+  /// Calls `await` with each parameter before the step first reads its host weights or
+  /// overwrites its host gradient, on the thread that runs the step: it may block there until
+  /// the parameter's last update is done, while the device runs what was issued before.
+  void awaitParameter(std::function<void(int parameter)> await);
+  /// The parameters in the order a step first reads them from the host, then any it does
+  /// not read.
+  std::vector<int> readOrder() const;
 
   /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
   float *gradient(int p) const { return gradients.at(p); }
@@ -110,6 +117,7 @@ private:
   };
   std::vector<GradientNotice> notices;
   std::function<void(int)> gradientListener;
+  std::function<void(int)> parameterAwait;
   std::vector<int> constantGradients; // parameters whose gradient is a constant zero
   DeviceMemory deviceMemory;
 };

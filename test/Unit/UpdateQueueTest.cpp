@@ -1,12 +1,13 @@
 // Unit test of the overlapped optimizer: updates queued from other threads in any order (as
-// CUDA host callbacks queue them) give the bits of updates applied in order after the step;
-// wait() counts per step and passes an update's error on.
+// CUDA host callbacks queue them, and two steps overlapping) give the bits of updates applied
+// in order after each step; queued updates run in step and need order; errors reach the waits.
 #include "runtime/AdamW.h"
 #include "runtime/UpdateQueue.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -52,42 +53,89 @@ int main() {
     mt::adamwUpdate(p.master[i].data(), p.m[i].data(), p.v[i].data(), p.grad[i].data(), size,
                     1e-3, 0.1, config, step);
   };
-  mt::UpdateQueue queue([&](int i) { apply(queued, i); });
+  // Parameters are read in the order 0..count-1 (`need` is the identity) and handed over in
+  // reverse, as a backward does. The "forward" of the next step waits for each parameter
+  // just before reading it, without waiting for the whole step: updates of two steps overlap.
+  std::vector<int> need(count);
+  for (int i = 0; i < count; ++i)
+    need[i] = i;
+  mt::UpdateQueue queue([&](int i, int64_t at) {
+    mt::adamwUpdate(queued.master[i].data(), queued.m[i].data(), queued.v[i].data(),
+                    queued.grad[i].data(), size, 1e-3, 0.1, config, at);
+  }, need);
   for (step = 1; step <= 3; ++step) {
     for (int i = 0; i < count; ++i)
       apply(inOrder, i);
+    for (int i = 0; i < count; ++i)
+      queue.waitFor(i);
     // Three "driver threads" queue the parameters in reverse, interleaved.
     std::vector<std::thread> callbacks;
     for (int t = 0; t < 3; ++t)
-      callbacks.emplace_back([&, t] {
+      callbacks.emplace_back([&, t, at = step] {
         for (int i = count - 1 - t; i >= 0; i -= 3)
-          queue.push(i);
+          queue.push(i, at);
       });
-    queue.wait(count);
     for (std::thread &thread : callbacks)
       thread.join();
-    for (int i = 0; i < count; ++i)
-      if (std::memcmp(inOrder.master[i].data(), queued.master[i].data(), size * 4) != 0 ||
-          std::memcmp(inOrder.v[i].data(), queued.v[i].data(), size * 4) != 0) {
-        std::printf("FAIL: step %lld parameter %d differs\n", static_cast<long long>(step), i);
-        ++failures;
-      }
   }
-  std::printf("queued updates from 3 threads: the bits of in-order updates over 3 steps\n");
+  queue.waitStep(3, count);
+  for (int i = 0; i < count; ++i)
+    if (std::memcmp(inOrder.master[i].data(), queued.master[i].data(), size * 4) != 0 ||
+        std::memcmp(inOrder.v[i].data(), queued.v[i].data(), size * 4) != 0) {
+      std::printf("FAIL: parameter %d differs after 3 overlapped steps\n", i);
+      ++failures;
+    }
+  std::printf("queued updates from 3 threads, steps overlapped: the bits of in-order updates\n");
 
-  mt::UpdateQueue failing([](int i) {
+  // While the worker is busy, queued updates line up oldest step first, then by need.
+  {
+    std::promise<void> started, release;
+    std::shared_future<void> released = release.get_future().share();
+    std::vector<std::pair<int64_t, int>> ran;
+    mt::UpdateQueue ordered([&](int i, int64_t at) {
+      if (ran.empty()) { // the first holds the worker until the rest are queued
+        started.set_value();
+        released.wait();
+      }
+      ran.emplace_back(at, i);
+    }, {3, 0, 2, 1});
+    ordered.push(0, 1);
+    started.get_future().wait();
+    for (auto [i, at] : {std::pair<int, int64_t>{2, 2}, {0, 2}, {3, 1}, {1, 1}, {2, 1}})
+      ordered.push(i, at);
+    release.set_value();
+    ordered.waitStep(1, 4);
+    ordered.waitStep(2, 2);
+    std::vector<std::pair<int64_t, int>> expected = {{1, 0}, {1, 1}, {1, 3}, {1, 2}, {2, 2}, {2, 0}};
+    if (ran != expected) {
+      std::printf("FAIL: updates ran in the order");
+      for (auto [at, i] : ran)
+        std::printf(" (step %lld, parameter %d)", static_cast<long long>(at), i);
+      std::printf("\n");
+      ++failures;
+    }
+  }
+  std::printf("queued updates run oldest step first, then in the order the step reads them\n");
+
+  mt::UpdateQueue failing([](int i, int64_t) {
     if (i == 5)
       throw std::runtime_error("parameter 5 failed");
-  });
+  }, std::vector<int>(8, 0));
   for (int i = 0; i < 8; ++i)
-    failing.push(i);
-  try {
-    failing.wait(8);
-    std::printf("FAIL: an update's error was lost\n");
-    ++failures;
-  } catch (const std::runtime_error &error) {
-    std::printf("an update's error reaches wait: %s\n", error.what());
-  }
+    failing.push(i, 1);
+  for (int round = 0; round < 2; ++round)
+    try {
+      if (round == 0)
+        failing.waitStep(1, 8);
+      else
+        failing.waitFor(5);
+      std::printf("FAIL: an update's error was lost\n");
+      ++failures;
+    } catch (const std::runtime_error &error) {
+      std::printf("an update's error reaches %s: %s\n", round == 0 ? "waitStep" : "waitFor",
+                  error.what());
+      failing.push(5, 2); // fails again, for waitFor
+    }
 
   std::vector<float> values(1000003);
   double expected = 0;

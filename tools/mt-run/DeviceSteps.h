@@ -30,6 +30,11 @@ public:
   void onGradient(std::function<void(int parameter)> listener) {
     executor->onGradient(std::move(listener));
   }
+  /// See cuda::Executor::awaitParameter.
+  void awaitParameter(std::function<void(int parameter)> await) {
+    executor->awaitParameter(std::move(await));
+  }
+  std::vector<int> readOrder() const { return executor->readOrder(); }
   /// The last step's measures: " | 41.2 TFLOPS | h2d 50.1 GB/s | ...".
   std::string report() const;
   /// The metrics fields of the last step, as JSON members: ,"tflops":...

@@ -245,30 +245,37 @@ int train(const Options &options) {
     device->printStartup(parameters);
   }
 #endif
-  // AdamW of one parameter at the current step. On the device, each parameter's update
-  // starts as soon as its gradient is on the host, overlapping the rest of the backward,
-  // unless clipping or several sample-major runs need every gradient first.
-  int64_t currentStep = 0;
-  double lr = 0;
-  std::vector<double> squares(plan.parameters_size(), 0.0);
+  // AdamW of one parameter at one step. On the device, each parameter's update starts as soon
+  // as its gradient is on the host, overlapping the rest of the backward and the next step's
+  // forward up to that parameter, unless clipping or several sample-major runs need every
+  // gradient first. Its step's squared norm goes to the report (clipGradients measures it
+  // otherwise); two steps' updates may be in flight, so the sums alternate.
+  std::atomic<int64_t> currentStep{0};
+  std::vector<double> squares[2] = {std::vector<double>(plan.parameters_size(), 0.0),
+                                    std::vector<double>(plan.parameters_size(), 0.0)};
   std::vector<float *> gradients(plan.parameters_size());
   bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1) &&
                     options.processes == 0;
-  auto update = [&](int p) {
-    if (overlapped) // the norm for the report; clipGradients measures it otherwise
-      squares[p] = squaredNorm(gradients[p], counts[p]);
+  auto update = [&](int p, int64_t step) {
+    if (overlapped)
+      squares[step & 1][p] = squaredNorm(gradients[p], counts[p]);
     double decay = std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0
                                                                           : adamw.weight_decay();
     const ParameterState &parameter = state.parameters[p];
     adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment, gradients[p],
-                parameter.count, lr, decay, adamw, currentStep, parameter.streamCopy);
+                parameter.count, learningRate(adamw, step, options.steps), decay, adamw, step,
+                parameter.streamCopy);
   };
 #ifdef MT_HAS_CUDA
   if (overlapped) {
-    updates = std::make_unique<UpdateQueue>(update);
+    std::vector<int> order = device->readOrder(), need(order.size());
+    for (size_t place = 0; place < order.size(); ++place)
+      need[order[place]] = static_cast<int>(place);
+    updates = std::make_unique<UpdateQueue>(update, need);
     for (int p = 0; p < plan.parameters_size(); ++p)
       gradients[p] = device->gradient(p);
-    device->onGradient([&](int p) { updates->push(p); });
+    device->onGradient([&](int p) { updates->push(p, currentStep); });
+    device->awaitParameter([&](int p) { updates->waitFor(p); });
   }
 #endif
   // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
@@ -335,13 +342,49 @@ int train(const Options &options) {
                 options.processes, ranks[0]->stateBytes() / 1048576.0);
   }
 #endif
+  // A step's line and metrics. Its time runs to the next step's start: with overlapped
+  // updates a step ends when the next one has waited for what it reads.
+  struct StepRecord {
+    int64_t step;
+    double loss, gradNorm, lr;
+    std::chrono::steady_clock::time_point start;
+    std::string deviceReport, deviceMetrics;
+  };
+  auto report = [&](const StepRecord &record, std::chrono::steady_clock::time_point end) {
+    double ms = std::chrono::duration<double, std::milli>(end - record.start).count();
+    double tokensPerSecond = worldSize * micro * batch * length / (ms / 1000.0);
+    if (terminal) {
+      int filled = static_cast<int>(30 * record.step / options.steps);
+      std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
+                  std::string(30 - filled, '.').c_str());
+    }
+    std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s",
+                static_cast<long long>(record.step), static_cast<long long>(options.steps),
+                record.loss, ms, tokensPerSecond, record.deviceReport.c_str(),
+                terminal && record.step < options.steps ? "" : "\n");
+    std::fflush(stdout);
+    if (metrics.is_open())
+      metrics << "{\"step\":" << record.step << ",\"loss\":" << record.loss
+              << ",\"lr\":" << record.lr << ",\"grad_norm\":" << record.gradNorm
+              << ",\"ms\":" << ms << ",\"tokens_per_s\":" << tokensPerSecond
+              << record.deviceMetrics << "}\n";
+  };
+  // The overlapped step whose updates may still run, and its record once they all have.
+  StepRecord last{};
+  auto finishUpdates = [&](int64_t step) {
+    updates->waitStep(step, plan.parameters_size());
+    for (double sum : squares[step & 1])
+      last.gradNorm += sum;
+    last.gradNorm = std::sqrt(last.gradNorm);
+    return last;
+  };
   // A failed step may leave gradient callbacks queued on the device: the device goes first
   // (its destructor waits for them), then the queue, while what updates read is alive.
   try {
     for (int64_t step = 1; step <= options.steps; ++step) {
       auto start = std::chrono::steady_clock::now();
       currentStep = step;
-      lr = learningRate(adamw, step, options.steps);
+      double lr = learningRate(adamw, step, options.steps);
       // Gradient accumulation: the step's loss and gradients are the means over its
       // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
       // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
@@ -419,36 +462,24 @@ int train(const Options &options) {
           device->writeTrace(options.trace);
       }
   #endif
+      StepRecord record{step, loss, 0.0, lr, start, deviceReport, deviceMetrics};
       if (!ranks.empty()) {
-        // The ranks updated their shards and gathered the weights.
+        record.gradNorm = gradNorm; // the ranks updated their shards and gathered the weights
       } else if (updates) {
-        updates->wait(plan.parameters_size());
-        for (double sum : squares)
-          gradNorm += sum;
-        gradNorm = std::sqrt(gradNorm);
+        // The updates of this step are still running; the last step's are done or nearly.
+        if (step > 1)
+          report(finishUpdates(step - 1), start);
+        last = record;
+        continue;
       } else {
-        gradNorm = clipGradients(gradients, counts, adamw.grad_clip());
+        record.gradNorm = clipGradients(gradients, counts, adamw.grad_clip());
         for (int p = 0; p < plan.parameters_size(); ++p)
-          update(p);
+          update(p, step);
       }
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                      .count();
-      double tokensPerSecond = worldSize * micro * batch * length / (ms / 1000.0);
-      if (terminal) {
-        int filled = static_cast<int>(30 * step / options.steps);
-        std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
-                    std::string(30 - filled, '.').c_str());
-      }
-      std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s",
-                  static_cast<long long>(step), static_cast<long long>(options.steps), loss, ms,
-                  tokensPerSecond, deviceReport.c_str(),
-                  terminal && step < options.steps ? "" : "\n");
-      std::fflush(stdout);
-      if (metrics.is_open())
-        metrics << "{\"step\":" << step << ",\"loss\":" << loss << ",\"lr\":" << lr
-                << ",\"grad_norm\":" << gradNorm << ",\"ms\":" << ms
-                << ",\"tokens_per_s\":" << tokensPerSecond << deviceMetrics << "}\n";
+      report(record, std::chrono::steady_clock::now());
     }
+    if (updates && options.steps > 0)
+      report(finishUpdates(options.steps), std::chrono::steady_clock::now());
   } catch (...) {
 #ifdef MT_HAS_CUDA
     device.reset();
