@@ -341,7 +341,7 @@ LogicalResult NodeImporter::matMul() {
   FailureOr<Shape> out = matmulShape(lhsShape, rhsShape, false, false, [&] { return error(); });
   if (failed(out))
     return failure();
-  Value result = b.create<MatmulOp>(loc, tensorType(*out, lhs), lhs, rhs, false, false);
+  Value result = b.create<MatmulOp>(loc, tensorType(*out, lhs), lhs, rhs, Value(), false, false);
   Shape finalShape = *out;
   if (rhsVector)
     finalShape.pop_back();
@@ -365,7 +365,7 @@ LogicalResult NodeImporter::gemm() {
   if (failed(out))
     return failure();
   Type type = tensorType(*out, a);
-  Value result = b.create<MatmulOp>(loc, type, a, bMat, transA, transB);
+  Value result = b.create<MatmulOp>(loc, type, a, bMat, Value(), transA, transB);
   auto scalar = [&](double v) {
     HostTensor t = HostTensor::zeros(graph.dataTypeOf(input(0)), {});
     t.set(0, v);

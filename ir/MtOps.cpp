@@ -155,6 +155,9 @@ LogicalResult LayerNormOp::verify() {
 LogicalResult MatmulOp::verify() {
   if (failed(verifySameElementType(*this, {getLhs(), getRhs()})))
     return failure();
+  if (getAddend() && getAddend().getType() != getType())
+    return emitOpError("the addend's type ") << getAddend().getType()
+                                             << " is not the result's " << getType();
   return verifyResultShape(*this, matmulShape(shapeOf(getLhs()), shapeOf(getRhs()),
                                               getTransposeLhs(), getTransposeRhs(),
                                               [&] { return emitOpError(); }));
@@ -197,7 +200,7 @@ struct AbsorbTransposes : OpRewritePattern<MatmulOp> {
       return failure();
     rewriter.replaceOpWithNewOp<MatmulOp>(
         matmul, matmul.getType(), lhs.value_or(matmul.getLhs()), rhs.value_or(matmul.getRhs()),
-        matmul.getTransposeLhs() != lhs.has_value(), matmul.getTransposeRhs() != rhs.has_value());
+        matmul.getAddend(), matmul.getTransposeLhs() != lhs.has_value(), matmul.getTransposeRhs() != rhs.has_value());
     return success();
   }
 };

@@ -250,18 +250,22 @@ def MT_MatmulOp : MT_Op<"matmul", [Pure]> {
   let summary = "batched matrix product with optional transposes of the last two axes";
   let description = [{
     op(lhs) @ op(rhs) where op transposes the last two axes when its flag is set; leading
-    (batch) axes broadcast. Both operands have rank 2 or more.
+    (batch) axes broadcast. Both operands have rank 2 or more. An `addend` of the result's
+    type is added in the product's epilogue: mt-accumulate-gradients sums a gradient into
+    place this way (on the device the result takes the addend's buffer when it can).
 
     ```mlir
     %0 = mt.matmul %q, %k transpose_rhs : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x16xf32>
+    %1 = mt.matmul %dy, %x, %acc transpose_lhs : (tensor<32x96xf32>, tensor<32x32xf32>, tensor<96x32xf32>) -> tensor<96x32xf32>
     ```
   }];
   let arguments = (ins MT_FloatTensor:$lhs, MT_FloatTensor:$rhs,
+                       Optional<MT_FloatTensor>:$addend,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs MT_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)? attr-dict
-    `:` functional-type(operands, results)
+    $lhs `,` $rhs (`,` $addend^)? (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;  let hasCanonicalizer = 1;
 }

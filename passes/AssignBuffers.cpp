@@ -32,11 +32,33 @@ struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
     DeviceArena arena;
     // Buffers are born in program order (their `first`); each dies after its `last` op.
     std::multimap<size_t, DeviceBuffer *> dying;
+    llvm::DenseMap<Value, DeviceBuffer *> bufferOf;
+    // A result summed into a tensor that dies at its op (a gradient accumulated over
+    // micro-batches) takes that tensor's buffer over.
+    auto takeOver = [&](DeviceBuffer &buffer) {
+      if (buffer.resultIndex < 0)
+        return false;
+      Value into = accumulatorOf(buffer.op->getResult(buffer.resultIndex));
+      DeviceBuffer *from = into ? bufferOf.lookup(into) : nullptr;
+      if (!from || from->bytes != buffer.bytes)
+        return false;
+      auto [begin, end] = dying.equal_range(buffer.first);
+      for (auto it = begin; it != end; ++it)
+        if (it->second == from) {
+          dying.erase(it);
+          buffer.offset = from->offset;
+          return true;
+        }
+      return false;
+    };
     size_t next = 0;
     for (size_t i = 0; i < liveness.ops.size(); ++i) {
       for (; next < liveness.buffers.size() && liveness.buffers[next].first == i; ++next) {
         DeviceBuffer &buffer = liveness.buffers[next];
-        buffer.offset = arena.allocate(buffer.bytes);
+        if (!takeOver(buffer))
+          buffer.offset = arena.allocate(buffer.bytes);
+        if (buffer.resultIndex >= 0)
+          bufferOf[buffer.op->getResult(buffer.resultIndex)] = &buffer;
         dying.emplace(buffer.last, &buffer);
       }
       auto [begin, end] = dying.equal_range(i);

@@ -71,7 +71,7 @@ private:
   Value matmul(Location loc, Value x, Value y, bool tx, bool ty) {
     Shape shape = *matmulShape(shapeOf(x), shapeOf(y), tx, ty, [] { return InFlightDiagnostic(); });
     return b.create<MatmulOp>(loc, RankedTensorType::get(shape, getElementTypeOrSelf(x.getType())),
-                              x, y, tx, ty);
+                              x, y, Value(), tx, ty);
   }
   Value reshape(Location loc, Value x, llvm::ArrayRef<int64_t> shape) {
     if (shapeOf(x) == shape)
@@ -353,6 +353,8 @@ LogicalResult Differentiator::differentiate(Operation *op) {
         Value dy = ty ? matmul(loc, g, x, true, tx) : matmul(loc, x, g, !tx, false);
         accumulate(x, reduceTo(loc, dx, x));
         accumulate(y, reduceTo(loc, dy, y));
+        if (m.getAddend())
+          accumulate(m.getAddend(), g);
         return success();
       })
       .Case<LinearOp>([&](LinearOp l) {

@@ -8,6 +8,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 using namespace mlir;
 
 namespace mt {
@@ -16,12 +18,26 @@ namespace {
 
 
 /// Whether `value` leaves the device, or the step, at four bytes an element: a gradient
-/// bound for the host, the step's loss, or a template result whose call result does.
-bool leavesInFp32(Value value) {
+/// bound for the host, the step's loss, a template result whose call result does, or a
+/// part summed into one of those (an addend, an accumulator passed to a template). A search
+/// over those edges; `seen` stops it at values already searched (a layer's output reaches
+/// every call of its template, and through them itself).
+bool leavesInFp32(Value value, llvm::DenseSet<Value> &seen) {
+  if (!seen.insert(value).second)
+    return false;
   for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
     if (auto offload = llvm::dyn_cast<OffloadOp>(user); offload && offload.getKind() == "gradients")
       return true;
+    if ((llvm::isa<AddOp>(user) || (llvm::isa<MatmulOp>(user) && use.getOperandNumber() == 2)) &&
+        leavesInFp32(user->getResult(0), seen))
+      return true;
+    if (auto call = llvm::dyn_cast<func::CallOp>(user)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+      if (callee && !callee.isExternal() &&
+          leavesInFp32(callee.getArgument(use.getOperandNumber()), seen))
+        return true;
+    }
     auto ret = llvm::dyn_cast<func::ReturnOp>(user);
     if (!ret)
       continue;
@@ -35,7 +51,7 @@ bool leavesInFp32(Value value) {
     for (const SymbolTable::SymbolUse &symbolUse : *uses)
       if (auto call = llvm::dyn_cast<func::CallOp>(symbolUse.getUser());
           call && call->getParentOfType<func::FuncOp>().getSymName() == "train_step" &&
-          leavesInFp32(call.getResult(use.getOperandNumber())))
+          leavesInFp32(call.getResult(use.getOperandNumber()), seen))
         return true;
   }
   return false;
@@ -72,9 +88,26 @@ int64_t deviceBytes(Value value) {
     width = floatBytes.getInt();
   if (!llvm::isa<FloatType>(type.getElementType()))
     width = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  else if (type.getRank() == 0 || leavesInFp32(value))
+  else if (llvm::DenseSet<Value> seen; type.getRank() == 0 || leavesInFp32(value, seen))
     width = 4;
   return numElements(type.getShape()) * width;
+}
+
+Value accumulatorOf(OpResult result) {
+  Operation *op = result.getOwner();
+  if (auto product = llvm::dyn_cast<MatmulOp>(op))
+    return product.getAddend();
+  auto call = llvm::dyn_cast<func::CallOp>(op);
+  auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr())
+                     : nullptr;
+  auto summed = callee ? callee->getAttrOfType<DenseI64ArrayAttr>("mt.accumulators") : nullptr;
+  if (!summed)
+    return {};
+  unsigned first = call.getNumOperands() - summed.size();
+  for (auto [j, r] : llvm::enumerate(summed.asArrayRef()))
+    if (r == result.getResultNumber())
+      return call.getOperand(first + j);
+  return {};
 }
 
 bool producesDeviceValues(Operation *op) {
@@ -129,12 +162,29 @@ int64_t layoutTemplate(func::FuncOp function, bool annotate) {
     }
   DeviceArena arena;
   std::multimap<size_t, std::pair<int64_t, int64_t>> dying; // last op -> (offset, bytes)
+  llvm::DenseMap<Value, int64_t> placed;
   Builder b(function.getContext());
+  // A result summed into an intermediate that dies at its op takes that buffer over.
+  auto takeOver = [&](OpResult result, size_t i, int64_t bytes) -> int64_t {
+    Value into = accumulatorOf(result);
+    if (!into || !placed.count(into))
+      return -1;
+    auto [begin, end] = dying.equal_range(i);
+    for (auto it = begin; it != end; ++it)
+      if (it->second == std::make_pair(placed[into], bytes)) {
+        dying.erase(it);
+        return placed[into];
+      }
+    return -1;
+  };
   for (auto [i, op] : llvm::enumerate(ops)) {
     llvm::SmallVector<int64_t> offsets, sizes;
-    for (Value result : op->getResults()) {
+    for (OpResult result : op->getResults()) {
       int64_t bytes = deviceBytes(result);
-      int64_t offset = arena.allocate(bytes);
+      int64_t offset = takeOver(result, i, bytes);
+      if (offset < 0)
+        offset = arena.allocate(bytes);
+      placed[result] = offset;
       offsets.push_back(offset);
       sizes.push_back(bytes);
       auto [last, returned] = lastUse(result, i, position);

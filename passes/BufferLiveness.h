@@ -38,6 +38,10 @@ BufferLiveness analyzeBuffers(mlir::func::FuncOp step);
 /// integers at their width.
 int64_t deviceBytes(mlir::Value value);
 
+/// The operand that `result` is summed into (a product's addend, an accumulating call's
+/// trailing argument), or null: the result may take its buffer when it dies there.
+mlir::Value accumulatorOf(mlir::OpResult result);
+
 /// Whether an op's results live on the device (not parameter reads, constants, offloads).
 bool producesDeviceValues(mlir::Operation *op);
 

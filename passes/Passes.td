@@ -150,6 +150,23 @@ def AutodiffPass : Pass<"mt-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def AccumulateGradientsPass : Pass<"mt-accumulate-gradients", "mlir::ModuleOp"> {
+  let summary = "Sums gradients into place: in the product or the call that makes the last part";
+  let description = [{
+    Before: @train_step (after mt-train), where a parameter's gradient over layer-major
+    micro-batches is an mt.add of the gradients that each micro-batch's backward call
+    returned, and a gradient used twice an mt.add of two products. After: a call whose result
+    is added to an earlier value (that nothing else reads) calls a copy of its template,
+    `@T.accumulate.R...`, that takes those values as trailing arguments and returns the sums
+    (the copy's `mt.accumulators` lists the results R); and in every function an add of a
+    value and a product read by nothing else becomes the product with that value as its
+    `addend` (cuBLASLt's beta = 1). mt-assign-buffers then places such a result in its
+    accumulator's buffer when the accumulator dies there: one buffer per gradient instead of
+    one per part, and no pass of adds.
+  }];
+  let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
+}
+
 def RecomputePass : Pass<"mt-recompute", "mlir::ModuleOp"> {
   let summary = "Checkpoints every K layers; the backward recomputes each block's inputs";
   let description = [{

@@ -51,6 +51,8 @@ void buildTrainPassPipeline(OpPassManager &pm, const TrainPipelineOptions &optio
   // dead, and reused subexpressions (transposed weights, broadcast scalars) merge.
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
+  // Sums of gradient parts last: the canonical form has settled which adds remain.
+  pm.addPass(createAccumulateGradientsPass());
 }
 
 void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions &options) {

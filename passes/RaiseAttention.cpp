@@ -118,7 +118,7 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
 
   LogicalResult matchAndRewrite(MatmulOp output, PatternRewriter &rewriter) const override {
     auto softmax = output.getLhs().getDefiningOp<SoftmaxOp>();
-    if (!softmax || output.getTransposeLhs() || output.getTransposeRhs() ||
+    if (!softmax || output.getTransposeLhs() || output.getTransposeRhs() || output.getAddend() ||
         softmax.getAxis() != softmax.getType().getRank() - 1 || softmax.getType().getRank() != 4)
       return rewriter.notifyMatchFailure(output, "not softmax(scores) @ v over 4-D heads");
     int64_t t = softmax.getType().getShape().back();
@@ -131,7 +131,7 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
     auto [raw, scale] = unscaledScores(scores);
     auto product = raw.getDefiningOp<MatmulOp>();
     // A mask that is not causal (or any other op on the scores) stops the match here.
-    if (!product || product.getTransposeLhs() || !product.getTransposeRhs())
+    if (!product || product.getTransposeLhs() || !product.getTransposeRhs() || product.getAddend())
       return rewriter.notifyMatchFailure(output, "scores are not q @ k^T (after scale and mask)");
     Value query = product.getLhs();
     Value key = unrepeatedHeads(product.getRhs());

@@ -24,7 +24,8 @@ struct MatmulByParameter : OpRewritePattern<MatmulOp> {
 
   LogicalResult matchAndRewrite(MatmulOp matmul, PatternRewriter &rewriter) const override {
     auto weight = matmul.getRhs().getDefiningOp<ParamOp>();
-    if (!weight || weight.getType().getRank() != 2 || matmul.getTransposeLhs())
+    if (!weight || weight.getType().getRank() != 2 || matmul.getTransposeLhs() ||
+        matmul.getAddend())
       return rewriter.notifyMatchFailure(matmul, "rhs is not a rank-2 parameter");
     rewriter.replaceOpWithNewOp<LinearOp>(matmul, matmul.getType(), matmul.getLhs(),
                                           matmul.getRhs(), Value(), matmul.getTransposeRhs());

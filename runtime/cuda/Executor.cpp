@@ -399,6 +399,19 @@ void Executor::runTemplate(int index, const std::vector<DeviceTensor> &arguments
       values[id].storage = argument.storage;
     }
   }
+  // A result that a command makes lands in the call's buffer directly, not in the workspace
+  // and then a copy: a gradient accumulated into place stays in place.
+  std::vector<bool> landed(layer.results_size(), false);
+  for (int r = 0; r < layer.results_size(); ++r) {
+    int id = layer.results(r);
+    DeviceTensor &value = values[id];
+    if (bound.offsets[id] >= 0 && value.storage == results.at(r).storage &&
+        value.size() == results[r].size() &&
+        std::count(layer.results().begin(), layer.results().end(), id) == 1) {
+      value.data = results[r].data;
+      landed[r] = true;
+    }
+  }
   for (const plan::Command &command : body.commands()) {
     std::vector<DeviceTensor> outputs;
     for (int id : command.results())
@@ -406,7 +419,8 @@ void Executor::runTemplate(int index, const std::vector<DeviceTensor> &arguments
     runCommand(command, values, outputs, stream);
   }
   for (int r = 0; r < layer.results_size(); ++r)
-    copyTensor(values[layer.results(r)], results.at(r), stream);
+    if (!landed[r])
+      copyTensor(values[layer.results(r)], results.at(r), stream);
 }
 
 StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &inputs) {

@@ -80,9 +80,14 @@ StepResult<T> Executor<T>::runInterleaved(const std::vector<const T *> &paramete
                               [&](const DeviceRange &range) { return range.value == id; }),
                live.end());
   };
+  // A result may take over the exact bytes of an operand that the command reads last: a sum
+  // accumulated into place.
   auto claim = [&](int c, int64_t begin, int64_t end) {
+    const plan::Command &command = step.commands(c);
     for (const DeviceRange &range : live)
-      if (overlaps(range, begin, end)) {
+      if (overlaps(range, begin, end) &&
+          !(range.begin == begin && range.end == end && readers[range.value] == 1 &&
+            std::count(command.operands().begin(), command.operands().end(), range.value) == 1)) {
         std::string pending;
         for (auto &[stream, queue] : queues)
           for (int waiting : queue)

@@ -9,16 +9,18 @@ namespace {
 constexpr int64_t kRowBlock = 4;
 constexpr int64_t kColumnBlock = 256;
 
-/// c[rows, n] = a[rows, k] @ b[k, n] (+ bias[n]) for rows <= kRowBlock, all row-major.
+/// c[rows, n] = a[rows, k] @ b[k, n] (+ bias[n]) (+ addend[rows, n]) for rows <= kRowBlock,
+/// all row-major: the sums start from the bias or the addend, so the result rounds once.
 template <typename T>
-void productRows(const T *a, const T *b, const T *bias, T *c, int64_t rows, int64_t n,
-                 int64_t k) {
+void productRows(const T *a, const T *b, const T *bias, const T *addend, T *c, int64_t rows,
+                 int64_t n, int64_t k) {
   double acc[kRowBlock][kColumnBlock];
   for (int64_t j0 = 0; j0 < n; j0 += kColumnBlock) {
     int64_t columns = std::min(kColumnBlock, n - j0);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < columns; ++j)
-        acc[r][j] = bias ? static_cast<double>(bias[j0 + j]) : 0.0;
+        acc[r][j] = (bias ? static_cast<double>(bias[j0 + j]) : 0.0) +
+                    (addend ? static_cast<double>(addend[r * n + j0 + j]) : 0.0);
     for (int64_t p = 0; p < k; ++p) {
       const T *bRow = b + p * n + j0;
       for (int64_t r = 0; r < rows; ++r) {
@@ -36,9 +38,10 @@ void productRows(const T *a, const T *b, const T *bias, T *c, int64_t rows, int6
 
 template <typename T>
 struct Product {
-  const T *a; // [m, k]
-  const T *b; // [k, n]
-  T *c;       // [m, n]
+  const T *a;                // [m, k]
+  const T *b;                // [k, n]
+  T *c;                      // [m, n]
+  const T *addend = nullptr; // [m, n]
 };
 
 /// Every product of `products`, split over the cores by blocks of output rows.
@@ -51,7 +54,8 @@ void multiply(const std::vector<Product<T>> &products, int64_t m, int64_t n, int
     for (int64_t task = begin; task < end; ++task) {
       const Product<T> &product = products[task / blocks];
       int64_t row = (task % blocks) * kRowBlock;
-      productRows(product.a + row * k, product.b, bias, product.c + row * n,
+      productRows(product.a + row * k, product.b, bias,
+                  product.addend ? product.addend + row * n : nullptr, product.c + row * n,
                   std::min(kRowBlock, m - row), n, k);
     }
   });
@@ -73,7 +77,7 @@ std::vector<T> transposeMatrices(const T *data, int64_t count, int64_t rows, int
 
 template <typename T>
 void matmul(const Args<T> &args) {
-  args.expectCounts(2, 2, 1);
+  args.expectCounts(2, 3, 1);
   const Shape &ls = args.in(0).shape, &rs = args.in(1).shape, &os = args.out(0).shape;
   if (ls.size() < 2 || rs.size() < 2 || os.size() < 2)
     args.fail("operands and result must have rank 2 or more");
@@ -108,8 +112,15 @@ void matmul(const Args<T> &args) {
       args.broadcastStrides(Shape(rs.begin(), rs.end() - 2), batch)};
   std::vector<Product<T>> products;
   T *out = args.realResult(0).data();
+  const T *addend = nullptr;
+  if (args.operands.size() == 3) {
+    if (args.in(2).shape != os)
+      args.fail("the addend's shape is not the result's");
+    addend = args.reals(2).data();
+  }
   walk(batch, strides, [&](int64_t i, const std::array<int64_t, 2> &at) {
-    products.push_back({lhs + at[0] * m * k, rhs + at[1] * k * n, out + i * m * n});
+    products.push_back({lhs + at[0] * m * k, rhs + at[1] * k * n, out + i * m * n,
+                        addend ? addend + i * m * n : nullptr});
   });
   multiply(products, m, n, k, static_cast<const T *>(nullptr));
 }

@@ -2,6 +2,7 @@
 // accumulation, results in the storage the plan gives them (bf16 activations, fp32
 // gradients bound for the host).
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/TensorCopy.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/KernelArgs.h"
 
@@ -57,7 +58,7 @@ int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
 }
 
 void matmul(const KernelArgs &args) {
-  args.expectCounts(2, 2, 1);
+  args.expectCounts(2, 3, 1);
   const auto &ls = args.in(0).shape, &rs = args.in(1).shape, &os = args.out(0).shape;
   if (ls.size() < 2 || rs.size() < 2 || os.size() < 2)
     args.fail("operands and result must have rank 2 or more");
@@ -77,6 +78,15 @@ void matmul(const KernelArgs &args) {
               std::to_string(shape.n) + "]");
   shape.output = outputType(args);
   shape.input = inputType(args);
+  // An addend is summed in the product's epilogue (beta = 1) from the result's buffer: the
+  // plan puts the result in the addend's buffer when it can; otherwise it is copied there.
+  bool accumulate = args.operandCount() == 3;
+  if (accumulate) {
+    if (args.in(2).shape != os)
+      args.fail("the addend's shape is not the result's");
+    if (args.real(2).data != args.out(0).data)
+      copyTensor(args.real(2), args.out(0), args.stream);
+  }
   const char *lhs = static_cast<const char *>(operandAs(args, 0, shape.input));
   const char *rhs = static_cast<const char *>(operandAs(args, 1, shape.input));
   int64_t inWidth = shape.input == CUDA_R_16BF ? 2 : 4;
@@ -100,7 +110,7 @@ void matmul(const KernelArgs &args) {
     shape.strideA = product(lhsBatch, 0, lhsBatch.size()) == 1 ? 0 : lhsMatrix;
     shape.strideB = product(rhsBatch, 0, rhsBatch.size()) == 1 ? 0 : rhsMatrix;
     shape.strideC = shape.m * shape.n;
-    args.blas.matmul(shape, lhs, rhs, out, false, args.stream);
+    args.blas.matmul(shape, lhs, rhs, out, accumulate, args.stream);
     return;
   }
   std::vector<int64_t> index(batch.size(), 0);
@@ -111,7 +121,7 @@ void matmul(const KernelArgs &args) {
       b += index[d] * rhsStrides[d];
     }
     args.blas.matmul(shape, lhs + a * lhsMatrix * inWidth, rhs + b * rhsMatrix * inWidth,
-                     out + i * shape.m * shape.n * outWidth, false, args.stream);
+                     out + i * shape.m * shape.n * outWidth, accumulate, args.stream);
     for (size_t d = batch.size(); d-- > 0;) {
       if (++index[d] < batch[d])
         break;

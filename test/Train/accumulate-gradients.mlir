@@ -1,0 +1,35 @@
+// RUN: mt-opt %S/../Schedule/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train{layer-major-micro-batches=2})' | FileCheck %s
+// RUN: mt-opt %S/../Schedule/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train{layer-major-micro-batches=2}, mt-insert-transfers, mt-assign-buffers)' | FileCheck %s --check-prefix=PLACED
+// RUN: mt-opt %S/../Schedule/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train)' | FileCheck %s --check-prefix=ONE
+
+// Tests mt-accumulate-gradients: with two layer-major micro-batches, the second backward call
+// of each layer sums its weight gradients into the first call's (a copy of the template that
+// takes them as trailing arguments, each product's epilogue adding its accumulator), and the
+// step adds none of them; the head's weight gradient, two products, becomes one product
+// with the other as its addend.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[HEAD0:.*]] = mt.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<4x10xf32>, tensor<4x8xf32>) -> tensor<10x8xf32>
+// CHECK: mt.matmul %{{.*}}, %{{.*}}, %[[HEAD0]] transpose_lhs : (tensor<4x10xf32>, tensor<4x8xf32>, tensor<10x8xf32>) -> tensor<10x8xf32>
+// CHECK: %[[FIRST:.*]]:7 = call @layer_1_bwd(
+// CHECK-NEXT: call @layer_1_bwd.accumulate.1.2.3.4.5.6({{.*}}, %[[FIRST]]#1, %[[FIRST]]#2, %[[FIRST]]#3, %[[FIRST]]#4, %[[FIRST]]#5, %[[FIRST]]#6)
+// CHECK-NOT: mt.add %[[FIRST]]
+// CHECK: call @layer_0_bwd.accumulate.1.2.3.4.5.6(
+// CHECK: call @layer_0_bwd.accumulate.1.2.3.4.5.6(
+// CHECK: return
+// CHECK-LABEL: func.func private @layer_0_bwd.accumulate.1.2.3.4.5.6(
+// CHECK-SAME: %[[ACC5:arg12]]: tensor<8x16xf32>, %[[ACC6:arg13]]: tensor<16x8xf32>)
+// CHECK-SAME: mt.accumulators = array<i64: 1, 2, 3, 4, 5, 6>
+// CHECK-DAG: mt.matmul %{{.*}}, %{{.*}}, %[[ACC5]] transpose_lhs
+// CHECK-DAG: mt.matmul %{{.*}}, %{{.*}}, %[[ACC6]] transpose_lhs
+// CHECK: return
+
+// The summed result takes its accumulator's buffer: the second call's weight gradients sit
+// where the first call's were, and the head's summed product where its first product was.
+// PLACED-LABEL: func.func @train_step
+// PLACED: mt.matmul %{{.*}}, %{{.*}} transpose_lhs {mt.offsets = array<i64: [[HEAD:[0-9]+]]>, mt.sizes = array<i64: 320>}
+// PLACED: mt.matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_lhs {mt.offsets = array<i64: [[HEAD]]>, mt.sizes = array<i64: 320>}
+// PLACED: call @layer_1_bwd({{.*}} mt.offsets = array<i64: {{[0-9]+}}, [[GRADS:[0-9, ]+]]>
+// PLACED-NEXT: call @layer_1_bwd.accumulate.1.2.3.4.5.6({{.*}} mt.offsets = array<i64: {{[0-9]+}}, [[GRADS]]>
+
+// One micro-batch sums nothing over calls.
+// ONE-NOT: accumulate
