@@ -53,7 +53,12 @@ for plan in $plans/gradients/*.mtp; do
     --data $plans/gradients/ids.tokens --check-tolerance 6e-2
   part "kernels-fp32-$name" $run $plans/gradients-fp32/$name.mtp --check-against-host \
     --init random --seed 1 --data $plans/gradients/ids.tokens --check-tolerance 1e-4
+  # Each kernel alone with bf16 storage: the host backend runs every command again from the
+  # operands the device read, within 1e-2 of the result's largest element.
+  part "kernels-each-$name" $run "$plan" --check-kernels --init random --seed 1 \
+    --data $plans/gradients/ids.tokens
 done
+part "kernels-each-llama-k2-m2" $run $plans/llama-k2-m2.mtp --check-kernels --data $plans/llama.tokens
 # The full gradient of the fixture models and the demo model, device against host.
 for model in gpt2 llama llama-k2-m2; do
   part "gradient-$model" $run $plans/$model.mtp --data $plans/${model%%-*}.tokens --check-against-host

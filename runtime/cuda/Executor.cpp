@@ -337,6 +337,8 @@ void Executor::onGradient(std::function<void(int parameter)> listener) {
   gradientListener = std::move(listener);
 }
 
+const DeviceTensor &Executor::stepValue(int id) const { return step->values.at(id); }
+
 void Executor::awaitParameter(std::function<void(int parameter)> await) {
   parameterAwait = std::move(await);
 }

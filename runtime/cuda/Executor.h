@@ -80,6 +80,9 @@ public:
   /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
   float *gradient(int p) const { return gradients.at(p); }
   const DeviceMemory &memory() const { return deviceMemory; }
+  /// Step value `id` where the device holds it. After a serialized run every value a step
+  /// command made is still there (no buffer is reused).
+  const DeviceTensor &stepValue(int id) const;
   /// The pinned host memory: the host state's blocks and the offloaded values.
   const PinnedMemory &pinnedMemory() const { return *pinned; }
 

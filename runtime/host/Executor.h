@@ -47,6 +47,14 @@ public:
                                const std::map<std::string, std::vector<int64_t>> &inputs,
                                uint64_t seed, int ignoredEvent = -1) const;
 
+  /// The results of one step command (a kernel or a template call) on given operands: the
+  /// reference for one device kernel.
+  std::vector<HostTensor<T>> runStepCommand(const plan::Command &command,
+                                            const std::vector<const HostTensor<T> *> &operands,
+                                            const std::vector<const T *> &parameters) const {
+    return runCommand(plan.step(), command, operands, parameters);
+  }
+
 private:
   /// A value that no command computes: a parameter or a constant.
   std::unique_ptr<HostTensor<T>> sourceValue(const plan::Program &program, int id,

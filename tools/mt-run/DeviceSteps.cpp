@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -128,6 +129,109 @@ void DeviceSteps::writeTrace(const std::string &path) const {
         << ",\"args\":{\"location\":\"" << where << "\"}}";
   }
   out << "]}\n";
+}
+
+namespace {
+
+/// A device tensor's elements on the host, as the host backend holds them.
+host::HostTensor<float> download(const cuda::DeviceTensor &tensor) {
+  host::HostTensor<float> out;
+  out.shape = tensor.shape;
+  std::vector<char> bytes(tensor.bytes());
+  MT_CUDA_CHECK(cudaMemcpy(bytes.data(), tensor.data, bytes.size(), cudaMemcpyDeviceToHost));
+  int64_t n = tensor.size();
+  out.isFloat = tensor.isFloat();
+  for (int64_t i = 0; i < n; ++i) {
+    const char *at = bytes.data() + i * cuda::widthOf(tensor.storage);
+    switch (tensor.storage) {
+    case cuda::Storage::F32: {
+      float x;
+      std::memcpy(&x, at, 4);
+      out.reals.push_back(x);
+      break;
+    }
+    case cuda::Storage::BF16: {
+      uint32_t bits = 0;
+      std::memcpy(reinterpret_cast<char *>(&bits) + 2, at, 2);
+      float x;
+      std::memcpy(&x, &bits, 4);
+      out.reals.push_back(x);
+      break;
+    }
+    case cuda::Storage::I64: {
+      int64_t x;
+      std::memcpy(&x, at, 8);
+      out.ints.push_back(x);
+      break;
+    }
+    case cuda::Storage::I32: {
+      int32_t x;
+      std::memcpy(&x, at, 4);
+      out.ints.push_back(x);
+      break;
+    }
+    case cuda::Storage::U8:
+      out.ints.push_back(static_cast<uint8_t>(*at));
+      break;
+    }
+  }
+  return out;
+}
+
+/// The largest |got - want| over the largest |want|.
+double relativeError(const std::vector<float> &got, const std::vector<float> &want) {
+  double scale = 0, error = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+    error = std::max(error, std::fabs(static_cast<double>(got.at(i)) - want[i]));
+  }
+  double relative = scale > 0 ? error / scale : error;
+  return std::isfinite(relative) ? relative : INFINITY;
+}
+
+} // namespace
+
+double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs &inputs) {
+  std::vector<const float *> masters;
+  for (const ParameterState &parameter : state.parameters)
+    masters.push_back(parameter.master);
+  host::Executor<float> reference(plan);
+  cuda::ExecutorOptions options;
+  options.serialize = true;
+  cuda::Executor device(plan, state, options);
+  device.run(inputs);
+  std::map<std::string, std::pair<int, double>> worstByOp; // commands, worst error
+  double worst = 0;
+  for (const plan::Command &command : plan.step().commands()) {
+    if (command.op() == "mt.prefetch" || command.op() == "mt.offload" || command.op() == "mt.call")
+      continue;
+    std::vector<host::HostTensor<float>> operands;
+    for (int id : command.operands())
+      operands.push_back(download(device.stepValue(id)));
+    std::vector<const host::HostTensor<float> *> pointers;
+    for (const host::HostTensor<float> &operand : operands)
+      pointers.push_back(&operand);
+    std::vector<host::HostTensor<float>> expected =
+        reference.runStepCommand(command, pointers, masters);
+    auto &[count, error] = worstByOp[command.op()];
+    ++count;
+    for (int r = 0; r < command.results_size(); ++r) {
+      host::HostTensor<float> got = download(device.stepValue(command.results(r)));
+      if (!got.isFloat)
+        continue;
+      double relative = relativeError(got.reals, expected.at(r).reals);
+      if (relative > 1e-2)
+        std::printf("kernel check | %s at %s: result %d off by %.3g\n", command.op().c_str(),
+                    command.location().c_str(), r, relative);
+      error = std::max(error, relative);
+    }
+    worst = std::max(worst, error);
+  }
+  for (const auto &[op, countAndError] : worstByOp)
+    std::printf("kernel check | %-24s | %3d commands | worst relative error %.3g\n", op.c_str(),
+                countAndError.first, countAndError.second);
+  std::printf("kernel check | worst relative error %.3g\n", worst);
+  return worst;
 }
 
 double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs) {

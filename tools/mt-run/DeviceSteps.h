@@ -62,6 +62,12 @@ private:
 /// (relative to the gradient's largest element), and returns the worst error.
 double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs);
 
+/// Runs one step on the device with every buffer kept (serialized), then each step command
+/// that is a kernel on the host backend, from the operands the device read (bf16 where the
+/// device stores bf16): one kernel's error, not the graph's. Prints the worst relative error
+/// (to the result's largest element) per op and returns the worst of all.
+double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs &inputs);
+
 } // namespace mt
 
 #endif // MT_TOOLS_MT_RUN_DEVICESTEPS_H

@@ -24,6 +24,10 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --check-against-host      run one step on the device and on the host backend from the same
                             weights and data, print the loss and gradient errors, and exit
                             (fails above --check-tolerance, default 3e-2 here)
+  --check-kernels           run one step on the device, serialized, then each of its kernels
+                            on the host backend from the operands the device read; print
+                            each op's worst error and exit (fails above --check-tolerance,
+                            default 1e-2 here)
   --ranks N                 data-parallel over N ranks as threads of this process on the
                             host backend: each rank its own batches, gradients averaged and
                             AdamW state sharded over the ranks (the math of N GPUs)
@@ -119,6 +123,8 @@ Options parseOptions(int argc, char **argv) {
       options.calibrate = take();
     else if (arg == "--check-against-host")
       options.checkAgainstHost = true;
+    else if (arg == "--check-kernels")
+      options.checkKernels = true;
     else if (arg == "--nproc-per-node")
       options.processes = static_cast<int>(numberOf(arg, take()));
     else if (arg == "--ranks")

@@ -139,18 +139,19 @@ int train(const Options &options) {
     throw std::runtime_error("--backend must be auto, host or cuda, got " + options.backend);
   // --check-schedule checks the plan on the host backend, whatever the machine has.
   bool onDevice = false;
+  bool deviceCheck = options.checkAgainstHost || options.checkKernels;
 #ifdef MT_HAS_CUDA
-  onDevice = options.backend == "cuda" || options.checkAgainstHost ||
+  onDevice = options.backend == "cuda" || deviceCheck ||
              (options.backend == "auto" && !options.checkSchedule && cuda::deviceAvailable());
   if (onDevice && !cuda::deviceAvailable())
     throw std::runtime_error("--backend=cuda: no CUDA device answers");
 #endif
-  if (!onDevice && (options.backend == "cuda" || options.checkAgainstHost))
+  if (!onDevice && (options.backend == "cuda" || deviceCheck))
     throw std::runtime_error("--backend=cuda needs an mt-run built with the CUDA toolkit");
   if (onDevice && options.checkSchedule)
     throw std::runtime_error("--check-schedule runs on the host backend; add --backend=host");
   // A plan without token inputs (a test graph of parameters only) can be checked without data.
-  bool needsData = plan.step().inputs_size() > 0 || !options.checkAgainstHost;
+  bool needsData = plan.step().inputs_size() > 0 || !deviceCheck;
   if (options.data.empty() && needsData)
     throw std::runtime_error("--data FILE is needed to train");
   for (const auto &[flag, value] : options.optimizer)
@@ -170,10 +171,15 @@ int train(const Options &options) {
   state.refreshStreamCopies();
 #ifdef MT_HAS_CUDA
   auto checkDevice = [&](const TokenInputs &inputs) {
+    if (options.checkKernels)
+      return checkKernels(plan, state, inputs) <=
+                     (options.checkTolerance < 0 ? 1e-2 : options.checkTolerance)
+                 ? 0
+                 : 1;
     double worst = checkAgainstHost(plan, state, inputs);
     return worst <= (options.checkTolerance < 0 ? 3e-2 : options.checkTolerance) ? 0 : 1;
   };
-  if (options.checkAgainstHost && !needsData)
+  if (deviceCheck && !needsData)
     return checkDevice({});
 #endif
   TokenData data(options.data, options.dataDtype);
@@ -237,7 +243,7 @@ int train(const Options &options) {
   };
   std::unique_ptr<UpdateQueue> updates;
 #ifdef MT_HAS_CUDA
-  if (options.checkAgainstHost)
+  if (deviceCheck)
     return checkDevice(nextInputs(layerMajor ? micro : 1));
   std::unique_ptr<DeviceSteps> device;
   if (onDevice) {
