@@ -135,8 +135,9 @@ struct AccumulateGradientsPass
         auto product = part.getDefiningOp<MatmulOp>();
         if (!product || product.getAddend() || !part.hasOneUse())
           continue;
+        // The product must not read its accumulator: the sum may be written over it.
         Value into = accumulator(sum, part, sum);
-        if (!into)
+        if (!into || into == product.getLhs() || into == product.getRhs())
           continue;
         OpBuilder b(sum);
         auto fused = b.create<MatmulOp>(product.getLoc(), product.getType(), product.getLhs(),

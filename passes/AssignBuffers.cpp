@@ -33,13 +33,14 @@ struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
     // Buffers are born in program order (their `first`); each dies after its `last` op.
     std::multimap<size_t, DeviceBuffer *> dying;
     llvm::DenseMap<Value, DeviceBuffer *> bufferOf;
-    // A result summed into a tensor that dies at its op (a gradient accumulated over
-    // micro-batches) takes that tensor's buffer over.
+    // A result summed into a tensor that nothing else reads (a gradient accumulated over
+    // micro-batches) takes that tensor's buffer over: no other reader, on this op or on
+    // another stream, can see it overwritten.
     auto takeOver = [&](DeviceBuffer &buffer) {
       if (buffer.resultIndex < 0)
         return false;
       Value into = accumulatorOf(buffer.op->getResult(buffer.resultIndex));
-      DeviceBuffer *from = into ? bufferOf.lookup(into) : nullptr;
+      DeviceBuffer *from = into && into.hasOneUse() ? bufferOf.lookup(into) : nullptr;
       if (!from || from->bytes != buffer.bytes)
         return false;
       auto [begin, end] = dying.equal_range(buffer.first);

@@ -164,10 +164,10 @@ int64_t layoutTemplate(func::FuncOp function, bool annotate) {
   std::multimap<size_t, std::pair<int64_t, int64_t>> dying; // last op -> (offset, bytes)
   llvm::DenseMap<Value, int64_t> placed;
   Builder b(function.getContext());
-  // A result summed into an intermediate that dies at its op takes that buffer over.
+  // A result summed into an intermediate that nothing else reads takes its buffer over.
   auto takeOver = [&](OpResult result, size_t i, int64_t bytes) -> int64_t {
     Value into = accumulatorOf(result);
-    if (!into || !placed.count(into))
+    if (!into || !into.hasOneUse() || !placed.count(into))
       return -1;
     auto [begin, end] = dying.equal_range(i);
     for (auto it = begin; it != end; ++it)

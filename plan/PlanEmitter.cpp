@@ -247,6 +247,9 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
     if (failed(emitter.emit(function, *out.mutable_body(), results)))
       return failure();
     out.mutable_results()->Add(results.begin(), results.end());
+    if (auto summed = function->getAttrOfType<DenseI64ArrayAttr>("mt.accumulators"))
+      for (int64_t r : summed.asArrayRef())
+        out.add_accumulators(static_cast<int>(r));
   }
 
   plan::Program &program = *plan.mutable_step();

@@ -58,7 +58,8 @@ for plan in $plans/gradients/*.mtp; do
   part "kernels-each-$name" $run "$plan" --check-kernels --init random --seed 1 \
     --data $plans/gradients/ids.tokens
 done
-part "kernels-each-llama-k2-m2" $run $plans/llama-k2-m2.mtp --check-kernels --data $plans/llama.tokens
+part "kernels-each-llama-m2-flat" $run $plans/llama-m2-flat.mtp --check-kernels \
+  --data $plans/llama.tokens
 # The full gradient of the fixture models and the demo model, device against host.
 for model in gpt2 llama llama-k2-m2; do
   part "gradient-$model" $run $plans/$model.mtp --data $plans/${model%%-*}.tokens --check-against-host

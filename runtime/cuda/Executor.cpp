@@ -223,15 +223,17 @@ void Executor::build() {
         hostBytes += alignToDevice(step->values[command.operands(r)].bytes());
       }
   // A parameter the loss does not reach has a constant zero gradient: it gets a zeroed host
-  // slot of its own, like an offloaded gradient.
+  // slot, like an offloaded gradient (shared when parameters share the constant).
   for (int p = 0; p < stepProgram.gradients_size(); ++p) {
     int id = stepProgram.gradients(p);
-    if (stepProgram.values(id).has_constant() && hostOffsets[id] < 0) {
+    if (!stepProgram.values(id).has_constant())
+      continue;
+    if (hostOffsets[id] < 0) {
       hostOffsets[id] = hostBytes;
       step->values[id] = tensorOf(stepProgram.values(id).type(), Storage::F32, nullptr);
       hostBytes += alignToDevice(step->values[id].bytes());
-      constantGradients.push_back(p);
     }
+    constantGradients.push_back(p);
   }
   int64_t hostPoolBytes = pageAlign(std::max<int64_t>(hostBytes, 1));
   hostPool = static_cast<char *>(std::aligned_alloc(kPage, hostPoolBytes));
@@ -439,12 +441,6 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
                                   cudaMemcpyHostToDevice, streams[1]));
   }
 
-  for (int p : constantGradients) {
-    if (parameterAwait)
-      parameterAwait(p);
-    if (gradientListener)
-      gradientListener(p);
-  }
   StepMeasures measures;
   // Every stream starts at `begin`, so that command times share one origin.
   MT_CUDA_CHECK(cudaEventRecord(timing[0], streams[1]));
@@ -517,6 +513,11 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     if (command.record() >= 0 && !options.serialize)
       MT_CUDA_CHECK(cudaEventRecord(events.at(command.record()), stream));
   }
+  // A constant gradient is ready from the start; its update is queued once the step has
+  // issued every upload, so that they read the weights of this step.
+  if (gradientListener)
+    for (int p : constantGradients)
+      gradientListener(p);
   for (int s = 0; s < 3; ++s)
     MT_CUDA_CHECK(cudaEventRecord(timing[1 + s], streams[s]));
   for (cudaStream_t stream : streams)

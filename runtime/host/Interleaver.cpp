@@ -80,14 +80,28 @@ StepResult<T> Executor<T>::runInterleaved(const std::vector<const T *> &paramete
                               [&](const DeviceRange &range) { return range.value == id; }),
                live.end());
   };
-  // A result may take over the exact bytes of an operand that the command reads last: a sum
-  // accumulated into place.
-  auto claim = [&](int c, int64_t begin, int64_t end) {
-    const plan::Command &command = step.commands(c);
+  // The operand result r of command c is summed into (a product's addend, an accumulating
+  // template's trailing argument), or -1.
+  auto accumulatorOf = [&](const plan::Command &command, int r) {
+    if (command.op() == "mt.matmul")
+      return r == 0 && command.operands_size() == 3 ? command.operands(2) : -1;
+    if (command.op() != "mt.call")
+      return -1;
+    const plan::Template &layer = plan.templates(command.attributes().at("template").i());
+    int first = command.operands_size() - layer.accumulators_size();
+    for (int j = 0; j < layer.accumulators_size(); ++j)
+      if (layer.accumulators(j) == r)
+        return command.operands(first + j);
+    return -1;
+  };
+  // Result `r` (-1: the workspace) may take over the exact bytes of its accumulator when the
+  // command is its last reader: a sum accumulated into place.
+  auto claim = [&](int c, int r, int64_t begin, int64_t end) {
+    int into = r >= 0 ? accumulatorOf(step.commands(c), r) : -1;
     for (const DeviceRange &range : live)
       if (overlaps(range, begin, end) &&
-          !(range.begin == begin && range.end == end && readers[range.value] == 1 &&
-            std::count(command.operands().begin(), command.operands().end(), range.value) == 1)) {
+          !(range.value == into && range.begin == begin && range.end == end &&
+            readers[into] == 1)) {
         std::string pending;
         for (auto &[stream, queue] : queues)
           for (int waiting : queue)
@@ -142,11 +156,11 @@ StepResult<T> Executor<T>::runInterleaved(const std::vector<const T *> &paramete
     for (int id : command.operands())
       operands.push_back(&value(id, c));
     if (command.workspace_bytes() > 0)
-      claim(c, command.workspace_offset(),
+      claim(c, -1, command.workspace_offset(),
             command.workspace_offset() + command.workspace_bytes());
     for (int r = 0; r < command.offsets_size(); ++r)
       if (command.offsets(r) >= 0)
-        claim(c, command.offsets(r), command.offsets(r) + command.result_bytes(r));
+        claim(c, r, command.offsets(r), command.offsets(r) + command.result_bytes(r));
     std::vector<HostTensor<T>> results = runCommand(step, command, operands, parameters);
     for (int r = 0; r < command.results_size(); ++r) {
       int id = command.results(r);

@@ -33,3 +33,24 @@
 
 // One micro-batch sums nothing over calls.
 // ONE-NOT: accumulate
+
+// RUN: mt-opt %s --mt-accumulate-gradients | FileCheck %s --check-prefix=CASES
+// A product is not summed into a value it reads (its result may be written over it), nor
+// into a value of another shape (broadcast); an add of a product and a value it does not read
+// is.
+// CASES-LABEL: func.func @cases
+// CASES: %[[SELF:.*]] = mt.matmul %arg0, %arg1 :
+// CASES-NEXT: mt.add %arg0, %[[SELF]]
+// CASES: %[[ROW:.*]] = mt.matmul %arg0, %arg1 :
+// CASES-NEXT: mt.add %arg3, %[[ROW]]
+// CASES: mt.matmul %arg0, %arg1, %arg2 :
+// CASES-NOT: mt.add
+func.func @cases(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>, %acc: tensor<4x4xf32>, %row: tensor<4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %0 = mt.matmul %x, %y : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = mt.add %x, %0 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %2 = mt.matmul %x, %y : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %3 = mt.add %row, %2 : (tensor<4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %4 = mt.matmul %x, %y : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %5 = mt.add %acc, %4 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %1, %3, %5 : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}

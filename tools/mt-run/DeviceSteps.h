@@ -64,9 +64,12 @@ double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInp
 
 /// Runs one step on the device with every buffer kept (serialized), then each step command
 /// that is a kernel on the host backend, from the operands the device read (bf16 where the
-/// device stores bf16): one kernel's error, not the graph's. Prints the worst relative error
-/// (to the result's largest element) per op and returns the worst of all.
-double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs &inputs);
+/// device stores bf16): one kernel's error, not the graph's. Template calls are whole layers
+/// and are skipped (compile with --segment-layers=false to check their kernels). Prints the
+/// worst relative error (to the result's largest element) per op, and each result above
+/// `tolerance`, and returns the worst of all.
+double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
+                    double tolerance);
 
 } // namespace mt
 

@@ -171,11 +171,10 @@ int train(const Options &options) {
   state.refreshStreamCopies();
 #ifdef MT_HAS_CUDA
   auto checkDevice = [&](const TokenInputs &inputs) {
-    if (options.checkKernels)
-      return checkKernels(plan, state, inputs) <=
-                     (options.checkTolerance < 0 ? 1e-2 : options.checkTolerance)
-                 ? 0
-                 : 1;
+    if (options.checkKernels) {
+      double tolerance = options.checkTolerance < 0 ? 1e-2 : options.checkTolerance;
+      return checkKernels(plan, state, inputs, tolerance) <= tolerance ? 0 : 1;
+    }
     double worst = checkAgainstHost(plan, state, inputs);
     return worst <= (options.checkTolerance < 0 ? 3e-2 : options.checkTolerance) ? 0 : 1;
   };
