@@ -132,15 +132,19 @@ void HostState::initializeRandomly(uint64_t seed) {
 }
 
 void HostState::refreshStreamCopies() {
-  for (ParameterState &parameter : parameters)
-    if (parameter.streamCopy) {
-      constexpr int64_t kChunk = 1 << 16;
-      runParallel((parameter.count + kChunk - 1) / kChunk, [&](int64_t c) {
-        for (int64_t i = c * kChunk, end = std::min(parameter.count, (c + 1) * kChunk); i < end;
-             ++i)
-          parameter.streamCopy[i] = toBfloat16(parameter.master[i]);
-      });
-    }
+  for (int p = 0; p < static_cast<int>(parameters.size()); ++p)
+    refreshStreamCopy(p);
+}
+
+void HostState::refreshStreamCopy(int p) {
+  ParameterState &parameter = parameters.at(p);
+  if (!parameter.streamCopy)
+    return;
+  constexpr int64_t kChunk = 1 << 16;
+  runParallel((parameter.count + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk, end = std::min(parameter.count, (c + 1) * kChunk); i < end; ++i)
+      parameter.streamCopy[i] = toBfloat16(parameter.master[i]);
+  });
 }
 
 } // namespace mt

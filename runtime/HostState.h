@@ -44,6 +44,8 @@ public:
   void initializeRandomly(uint64_t seed);
   /// Rounds every master into its bf16 copy (AdamW keeps them current after that).
   void refreshStreamCopies();
+  /// The same for parameter p alone.
+  void refreshStreamCopy(int p);
 
   const plan::Plan &plan;
   std::vector<ParameterState> parameters; // in the plan's parameter order

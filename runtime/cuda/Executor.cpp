@@ -364,6 +364,14 @@ std::vector<int> Executor::readOrder() const {
   return order;
 }
 
+std::vector<int> Executor::gradientOrder() const {
+  std::vector<int> order;
+  for (const GradientNotice &notice : notices)
+    order.insert(order.end(), notice.parameters.begin(), notice.parameters.end());
+  order.insert(order.end(), constantGradients.begin(), constantGradients.end());
+  return order;
+}
+
 cudaStream_t Executor::streamOf(const plan::Command &command, int *index) const {
   static const char *names[3] = {"h2d", "compute", "d2h"};
   for (int s = 0; s < 3; ++s)

@@ -76,6 +76,9 @@ public:
   /// The parameters in the order a step first reads them from the host, then any it does
   /// not read.
   std::vector<int> readOrder() const;
+  /// The parameters in the order their gradients reach the host (onGradient's order, apart
+  /// from constant gradients, which come last).
+  std::vector<int> gradientOrder() const;
 
   /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
   float *gradient(int p) const { return gradients.at(p); }

@@ -31,42 +31,59 @@ int64_t DataParallelRank::stateBytes() const {
   return bytes;
 }
 
+double DataParallelRank::reduce(int p, float *gradient) {
+  communicator.reduceScatterMean(gradient, counts[p]);
+  Shard shard = shardOf(counts[p], communicator.rank(), communicator.size());
+  return squaredNorm(gradient + shard.begin, shard.size());
+}
+
+void DataParallelRank::apply(int p, float *gradient, float clip, int64_t step, double lr,
+                             double decay) {
+  Shard shard = shardOf(counts[p], communicator.rank(), communicator.size());
+  float *own = gradient + shard.begin;
+  if (clip != 1.0f)
+    for (int64_t i = 0; i < shard.size(); ++i)
+      own[i] *= clip;
+  adamwUpdate(master[p].data(), first[p].data(), second[p].data(), own, shard.size(), lr, decay,
+              plan.optimizer(), step);
+  std::copy(master[p].begin(), master[p].end(), full[p] + shard.begin);
+  communicator.allGather(full[p], counts[p]);
+}
+
+double DataParallelRank::updateParameter(int p, float *gradient, int64_t step, double lr,
+                                         double decay) {
+  double squares = reduce(p, gradient);
+  apply(p, gradient, 1.0f, step, lr, decay);
+  return squares;
+}
+
+DataParallelRank::Result DataParallelRank::finishStep(double loss, double squares) {
+  double norm = std::sqrt(communicator.allReduceSum(squares));
+  return {communicator.allReduceSum(loss) / communicator.size(), norm};
+}
+
 DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t step, double lr,
                                                 const std::regex &noDecay) {
   std::vector<float *> gradients(plan.parameters_size());
   double loss = backward(inputs, gradients);
   const plan::AdamW &adamw = plan.optimizer();
-  int rank = communicator.rank(), ranks = communicator.size();
-
   // Each rank ends with the mean gradient of its shards; the norm of the whole is the sum of
   // the shards' squares over the ranks.
   double squares = 0;
-  for (int p = 0; p < plan.parameters_size(); ++p) {
-    communicator.reduceScatterMean(gradients[p], counts[p]);
-    Shard shard = shardOf(counts[p], rank, ranks);
-    squares += squaredNorm(gradients[p] + shard.begin, shard.size());
-  }
+  for (int p = 0; p < plan.parameters_size(); ++p)
+    squares += reduce(p, gradients[p]);
   double norm = std::sqrt(communicator.allReduceSum(squares));
   float clip = adamw.grad_clip() > 0 && norm > adamw.grad_clip()
                    ? static_cast<float>(adamw.grad_clip() / (norm + 1e-6))
                    : 1.0f;
-
   for (int p = 0; p < plan.parameters_size(); ++p) {
-    Shard shard = shardOf(counts[p], rank, ranks);
-    float *own = gradients[p] + shard.begin;
-    if (clip != 1.0f)
-      for (int64_t i = 0; i < shard.size(); ++i)
-        own[i] *= clip;
     double decay =
         std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();
-    adamwUpdate(master[p].data(), first[p].data(), second[p].data(), own, shard.size(), lr,
-                decay, adamw, step);
-    std::copy(master[p].begin(), master[p].end(), full[p] + shard.begin);
-    communicator.allGather(full[p], counts[p]);
+    apply(p, gradients[p], clip, step, lr, decay);
   }
   if (updated)
     updated();
-  return {communicator.allReduceSum(loss) / ranks, norm};
+  return {communicator.allReduceSum(loss) / communicator.size(), norm};
 }
 
 } // namespace mt

@@ -36,13 +36,31 @@ public:
     double loss;     // the mean over the ranks
     double gradNorm; // of the averaged gradients, before clipping
   };
-  /// One optimizer step (from 1) on this rank's inputs, with the host backend.
+  /// One optimizer step (from 1) on this rank's inputs: the backward, then every parameter's
+  /// collectives and update (after the global norm when clipping).
   Result step(const Inputs &inputs, int64_t step, double lr, const std::regex &noDecay);
+
+  /// The overlapped form of a step without clipping, for a caller that hands over gradients as
+  /// the backward produces them: parameter p's reduce-scatter, its shard's AdamW and the
+  /// all-gather into the weights, returning the squared norm of this rank's shard of the
+  /// mean gradient. Every rank must call it for the same parameters in the same order (with
+  /// finishStep after the last), since each is a collective.
+  double updateParameter(int p, float *gradient, int64_t step, double lr, double decay);
+  /// The step's mean loss over the ranks and its gradient norm, from this rank's loss and the
+  /// sum of its updateParameter results.
+  Result finishStep(double loss, double squares);
 
   /// Bytes of optimizer state (masters and moments of this rank's shards).
   int64_t stateBytes() const;
 
 private:
+  /// Averages parameter p's gradient over the ranks; returns the squared norm of this rank's
+  /// shard of it.
+  double reduce(int p, float *gradient);
+  /// AdamW of this rank's shard of p from its mean gradient (scaled by `clip`), then the
+  /// all-gather of p's weights.
+  void apply(int p, float *gradient, float clip, int64_t step, double lr, double decay);
+
   const plan::Plan &plan;
   Communicator &communicator;
   std::vector<float *> full; // every parameter's weights, for the forward

@@ -35,6 +35,7 @@ public:
     executor->awaitParameter(std::move(await));
   }
   std::vector<int> readOrder() const { return executor->readOrder(); }
+  std::vector<int> gradientOrder() const { return executor->gradientOrder(); }
   /// The last step's measures: " | 41.2 TFLOPS | h2d 50.1 GB/s | ...".
   std::string report() const;
   /// The metrics fields of the last step, as JSON members: ,"tflops":...

@@ -259,30 +259,45 @@ int train(const Options &options) {
   std::vector<double> squares[2] = {std::vector<double>(plan.parameters_size(), 0.0),
                                     std::vector<double>(plan.parameters_size(), 0.0)};
   std::vector<float *> gradients(plan.parameters_size());
-  bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1) &&
-                    options.processes == 0;
+  bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1);
+  // Over NCCL (overlapped), a parameter's update is its collectives and its shard's AdamW
+  // (`gpuRank`), and one more update per step (`plan.parameters_size()`, queued once the step
+  // has run) reduces the loss and norm over the ranks.
+  std::unique_ptr<DataParallelRank> gpuRank;
+  double rankLoss[2] = {0, 0};
+  DataParallelRank::Result stepResults[2] = {};
+  int deviceId = 0;
   auto update = [&](int p, int64_t step) {
+    double decay = p < plan.parameters_size() &&
+                           !std::regex_search(plan.parameters(p).name(), noDecay)
+                       ? adamw.weight_decay()
+                       : 0.0;
+    double stepLr = learningRate(adamw, step, options.steps);
+#ifdef MT_HAS_CUDA
+    if (gpuRank) {
+      if (p == plan.parameters_size()) {
+        double sum = 0;
+        for (double x : squares[step & 1])
+          sum += x;
+        stepResults[step & 1] = gpuRank->finishStep(rankLoss[step & 1], sum);
+        return;
+      }
+      // NCCL and its copies run on this worker thread, which must use the rank's GPU.
+      thread_local int boundDevice = -1;
+      if (boundDevice != deviceId)
+        MT_CUDA_CHECK(cudaSetDevice(deviceId));
+      boundDevice = deviceId;
+      squares[step & 1][p] = gpuRank->updateParameter(p, gradients[p], step, stepLr, decay);
+      state.refreshStreamCopy(p);
+      return;
+    }
+#endif
     if (overlapped)
       squares[step & 1][p] = squaredNorm(gradients[p], counts[p]);
-    double decay = std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0
-                                                                          : adamw.weight_decay();
     const ParameterState &parameter = state.parameters[p];
     adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment, gradients[p],
-                parameter.count, learningRate(adamw, step, options.steps), decay, adamw, step,
-                parameter.streamCopy);
+                parameter.count, stepLr, decay, adamw, step, parameter.streamCopy);
   };
-#ifdef MT_HAS_CUDA
-  if (overlapped) {
-    std::vector<int> order = device->readOrder(), need(order.size());
-    for (size_t place = 0; place < order.size(); ++place)
-      need[order[place]] = static_cast<int>(place);
-    updates = std::make_unique<UpdateQueue>(update, need);
-    for (int p = 0; p < plan.parameters_size(); ++p)
-      gradients[p] = device->gradient(p);
-    device->onGradient([&](int p) { updates->push(p, currentStep); });
-    device->awaitParameter([&](int p) { updates->waitFor(p); });
-  }
-#endif
   // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
   // several sample-major runs, their sum in `accumulated`.
   std::vector<std::vector<float>> hostGradients, accumulated;
@@ -340,11 +355,35 @@ int train(const Options &options) {
         gradients[p] = device->gradient(static_cast<int>(p));
       return loss;
     };
-    ranks.push_back(std::make_unique<DataParallelRank>(plan, *nccl, own, backward,
-                                                       [&] { state.refreshStreamCopies(); }));
-    rankIds.push_back(options.processRank);
-    std::printf("data parallel | %d GPUs over NCCL | %.1f MiB of optimizer state on rank 0\n",
-                options.processes, ranks[0]->stateBytes() / 1048576.0);
+    auto rank = std::make_unique<DataParallelRank>(plan, *nccl, own, backward,
+                                                   [&] { state.refreshStreamCopies(); });
+    std::printf("data parallel | %d GPUs over NCCL | %.1f MiB of optimizer state on rank 0 | "
+                "%s\n",
+                options.processes, rank->stateBytes() / 1048576.0,
+                overlapped ? "collectives per parameter as gradients land"
+                           : "collectives after the step");
+    if (overlapped) {
+      gpuRank = std::move(rank);
+      MT_CUDA_CHECK(cudaGetDevice(&deviceId));
+    } else {
+      ranks.push_back(std::move(rank));
+      rankIds.push_back(options.processRank);
+    }
+  }
+  // Overlapped updates: on one GPU in the order the next step reads the parameters; over
+  // NCCL in the order the gradients land, strictly, the same on every rank.
+  if (overlapped) {
+    std::vector<int> order = gpuRank ? device->gradientOrder() : device->readOrder();
+    if (gpuRank)
+      order.push_back(plan.parameters_size()); // the step's end
+    std::vector<int> need(order.size());
+    for (size_t place = 0; place < order.size(); ++place)
+      need[order[place]] = static_cast<int>(place);
+    updates = std::make_unique<UpdateQueue>(update, need, /*inSequence=*/gpuRank != nullptr);
+    for (int p = 0; p < plan.parameters_size(); ++p)
+      gradients[p] = device->gradient(p);
+    device->onGradient([&](int p) { updates->push(p, currentStep); });
+    device->awaitParameter([&](int p) { updates->waitFor(p); });
   }
 #endif
   // A step's line and metrics. Its time runs to the next step's start: with overlapped
@@ -377,7 +416,12 @@ int train(const Options &options) {
   // The overlapped step whose updates may still run, and its record once they all have.
   StepRecord last{};
   auto finishUpdates = [&](int64_t step) {
-    updates->waitStep(step, plan.parameters_size());
+    updates->waitStep(step, plan.parameters_size() + (gpuRank ? 1 : 0));
+    if (gpuRank) {
+      last.loss = stepResults[step & 1].loss;
+      last.gradNorm = stepResults[step & 1].gradNorm;
+      return last;
+    }
     for (double sum : squares[step & 1])
       last.gradNorm += sum;
     last.gradNorm = std::sqrt(last.gradNorm);
@@ -423,10 +467,20 @@ int train(const Options &options) {
         gradNorm = results[0].gradNorm;
       }
       for (int64_t m = 0; m < runs; ++m) {
-        std::map<std::string, std::vector<int64_t>> inputs = nextInputs(layerMajor ? micro : 1);
+        // A rank over NCCL takes its own batch of the world's, in rank order.
+        std::map<std::string, std::vector<int64_t>> inputs;
+        for (int r = 0; r < (gpuRank ? worldSize : 1); ++r) {
+          std::map<std::string, std::vector<int64_t>> next = nextInputs(layerMajor ? micro : 1);
+          if (!gpuRank || r == options.processRank)
+            inputs = std::move(next);
+        }
   #ifdef MT_HAS_CUDA
         if (device) {
           loss += device->run(inputs) / runs;
+          if (gpuRank) {
+            rankLoss[step & 1] = loss;
+            updates->push(plan.parameters_size(), step);
+          }
           if (!updates) // the overlapped updates read these pointers, set once before
             for (int p = 0; p < plan.parameters_size(); ++p)
               gradients[p] = device->gradient(p);
