@@ -23,21 +23,35 @@ double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps)
   return config.min_lr() + 0.5 * (config.lr() - config.min_lr()) * (1 + std::cos(M_PI * progress));
 }
 
-double squaredNorm(const float *values, int64_t count) {
-  // Fixed chunks summed in order: the same bits whatever the core count.
-  constexpr int64_t kChunk = 1 << 16;
-  int64_t chunks = (count + kChunk - 1) / kChunk;
-  std::vector<double> partial(chunks, 0.0);
-  runParallel(chunks, [&](int64_t c) {
-    double sum = 0;
-    for (int64_t i = c * kChunk, end = std::min(count, (c + 1) * kChunk); i < end; ++i)
-      sum += static_cast<double>(values[i]) * values[i];
-    partial[c] = sum;
-  });
+namespace {
+
+/// squaredNorm's chunks: fixed, summed in order, so the bits do not depend on the core count;
+/// a whole number of vectors, so adamwUpdate can update by them.
+constexpr int64_t kNormChunk = 1 << 16;
+
+double chunkSquares(const float *values, int64_t begin, int64_t end) {
+  double sum = 0;
+  for (int64_t i = begin; i < end; ++i)
+    sum += static_cast<double>(values[i]) * values[i];
+  return sum;
+}
+
+double sumInOrder(const std::vector<double> &partial) {
   double sum = 0;
   for (double x : partial)
     sum += x;
   return sum;
+}
+
+} // namespace
+
+double squaredNorm(const float *values, int64_t count) {
+  int64_t chunks = (count + kNormChunk - 1) / kNormChunk;
+  std::vector<double> partial(chunks, 0.0);
+  runParallel(chunks, [&](int64_t c) {
+    partial[c] = chunkSquares(values, c * kNormChunk, std::min(count, (c + 1) * kNormChunk));
+  });
+  return sumInOrder(partial);
 }
 
 double clipGradients(const std::vector<float *> &gradients, const std::vector<int64_t> &counts,
@@ -184,19 +198,21 @@ void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int6
   updateScalar(AdamWStep(config, lr, weightDecay, step), param, m, v, grad, bf16, 0, count);
 }
 
-void adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
-                 double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16) {
+double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
+                   double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16) {
   AdamWStep constants(config, lr, weightDecay, step);
   UpdateRange update = vectorUpdate();
-  // Every element is independent: large tensors are split over all cores, in chunks of
-  // whole vectors.
-  int64_t parts = std::clamp<int64_t>(count / (1 << 16), 1, parallelism());
-  int64_t chunk = ((count + parts - 1) / parts + 15) / 16 * 16;
-  runParallel(parts, [&](int64_t part) {
-    int64_t begin = part * chunk;
-    if (begin < count)
-      update(constants, param, m, v, grad, bf16, begin, std::min(count, begin + chunk));
+  // Every element is independent: the chunks spread over all cores. Each chunk's gradient
+  // is squared first, which brings it into cache for the update: the norm costs no extra
+  // pass over memory.
+  int64_t chunks = (count + kNormChunk - 1) / kNormChunk;
+  std::vector<double> partial(chunks, 0.0);
+  runParallel(chunks, [&](int64_t c) {
+    int64_t begin = c * kNormChunk, end = std::min(count, begin + kNormChunk);
+    partial[c] = chunkSquares(grad, begin, end);
+    update(constants, param, m, v, grad, bf16, begin, end);
   });
+  return sumInOrder(partial);
 }
 
 } // namespace mt

@@ -31,7 +31,8 @@ const char *adamwVectorUnit();
 /// One update of one parameter in place, on every core: `step` counts from 1. With `bf16`,
 /// also writes the updated weights rounded to bfloat16 (nearest even): the copy the CUDA
 /// backend streams for the next forward. Every vector unit gives bit-identical results.
-void adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
+/// Returns squaredNorm(grad, count), bit for bit, summed while each chunk is in cache.
+double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
                  double weightDecay, const plan::AdamW &config, int64_t step,
                  uint16_t *bf16 = nullptr);
 

@@ -2,10 +2,12 @@
 // say which call failed and NCCL's reason.
 #include "runtime/cuda/NcclCommunicator.h"
 
+#include "runtime/ThreadPool.h"
 #include "runtime/cuda/CudaCheck.h"
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -117,15 +119,23 @@ void NcclCommunicator::reduceScatterMean(float *data, int64_t count) {
   // [ranks x block] padded send, then this rank's block.
   float *send = reinterpret_cast<float *>(staging((ranks + 1) * block * sizeof(float)));
   float *receive = send + ranks * block;
-  MT_CUDA_CHECK(cudaMemsetAsync(send, 0, ranks * block * sizeof(float), stream));
+  // Only the padding past the data needs zeros.
+  MT_CUDA_CHECK(
+      cudaMemsetAsync(send + count, 0, (ranks * block - count) * sizeof(float), stream));
   copy(send, data, count * sizeof(float), cudaMemcpyHostToDevice);
   check(nccl().reduceScatter(send, receive, block, ncclFloat, ncclSum, comm, stream),
         "ncclReduceScatter");
   Shard shard = shardOf(count, self, ranks);
   copy(receive, data + shard.begin, shard.size() * sizeof(float), cudaMemcpyDeviceToHost);
   MT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (int64_t i = shard.begin; i < shard.end; ++i)
-    data[i] /= static_cast<float>(ranks);
+  if (ranks == 1) // the sum is the mean
+    return;
+  constexpr int64_t kChunk = 1 << 16;
+  runParallel((shard.size() + kChunk - 1) / kChunk, [&](int64_t c) {
+    int64_t begin = shard.begin + c * kChunk, end = std::min(shard.end, begin + kChunk);
+    for (int64_t i = begin; i < end; ++i)
+      data[i] /= static_cast<float>(ranks);
+  });
 }
 
 void NcclCommunicator::allGather(float *data, int64_t count) {
@@ -133,7 +143,8 @@ void NcclCommunicator::allGather(float *data, int64_t count) {
   float *send = reinterpret_cast<float *>(staging((ranks + 1) * block * sizeof(float)));
   float *receive = send + block;
   Shard shard = shardOf(count, self, ranks);
-  MT_CUDA_CHECK(cudaMemsetAsync(send, 0, block * sizeof(float), stream));
+  MT_CUDA_CHECK(cudaMemsetAsync(send + shard.size(), 0, (block - shard.size()) * sizeof(float),
+                                stream));
   copy(send, data + shard.begin, shard.size() * sizeof(float), cudaMemcpyHostToDevice);
   check(nccl().allGather(send, receive, block, ncclFloat, comm, stream), "ncclAllGather");
   copy(receive, data, count * sizeof(float), cudaMemcpyDeviceToHost);

@@ -50,8 +50,13 @@ int main() {
     std::vector<float> p1 = param, m1(size), v1(size), p2 = param, m2(size), v2(size);
     std::vector<uint16_t> b1(size), b2(size);
     for (int64_t step = 1; step <= 3; ++step) {
-      mt::adamwUpdate(p1.data(), m1.data(), v1.data(), grad.data(), size, 1e-3, 0.1, config, step,
-                      b1.data());
+      double squares = mt::adamwUpdate(p1.data(), m1.data(), v1.data(), grad.data(), size, 1e-3,
+                                       0.1, config, step, b1.data());
+      if (squares != mt::squaredNorm(grad.data(), size)) {
+        std::printf("FAIL: %lld elements: the update's squared norm %.17g is not squaredNorm's\n",
+                    static_cast<long long>(size), squares);
+        ++failures;
+      }
       mt::adamwUpdateScalar(p2.data(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1, config,
                             step, b2.data());
     }
@@ -61,7 +66,8 @@ int main() {
       ++failures;
     }
   }
-  std::printf("vector unit %s: bit-identical to the scalar path on %zu sizes\n",
+  std::printf("vector unit %s: bit-identical to the scalar path on %zu sizes, with "
+              "squaredNorm's gradient norm\n",
               mt::adamwVectorUnit(), sizeof(sizes) / sizeof(sizes[0]));
 
   struct Case {

@@ -292,11 +292,13 @@ int train(const Options &options) {
       return;
     }
 #endif
-    if (overlapped)
-      squares[step & 1][p] = squaredNorm(gradients[p], counts[p]);
     const ParameterState &parameter = state.parameters[p];
-    adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment, gradients[p],
-                parameter.count, stepLr, decay, adamw, step, parameter.streamCopy);
+    double gradientSquares =
+        adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
+                    gradients[p], parameter.count, stepLr, decay, adamw, step,
+                    parameter.streamCopy);
+    if (overlapped)
+      squares[step & 1][p] = gradientSquares;
   };
   // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
   // several sample-major runs, their sum in `accumulated`.
