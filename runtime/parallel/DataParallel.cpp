@@ -37,24 +37,24 @@ double DataParallelRank::reduce(int p, float *gradient) {
   return squaredNorm(gradient + shard.begin, shard.size());
 }
 
-void DataParallelRank::apply(int p, float *gradient, float clip, int64_t step, double lr,
+double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step, double lr,
                              double decay) {
   Shard shard = shardOf(counts[p], communicator.rank(), communicator.size());
   float *own = gradient + shard.begin;
   if (clip != 1.0f)
     for (int64_t i = 0; i < shard.size(); ++i)
       own[i] *= clip;
-  adamwUpdate(master[p].data(), first[p].data(), second[p].data(), own, shard.size(), lr, decay,
-              plan.optimizer(), step);
+  double squares = adamwUpdate(master[p].data(), first[p].data(), second[p].data(), own,
+                               shard.size(), lr, decay, plan.optimizer(), step);
   std::copy(master[p].begin(), master[p].end(), full[p] + shard.begin);
   communicator.allGather(full[p], counts[p]);
+  return squares;
 }
 
 double DataParallelRank::updateParameter(int p, float *gradient, int64_t step, double lr,
                                          double decay) {
-  double squares = reduce(p, gradient);
-  apply(p, gradient, 1.0f, step, lr, decay);
-  return squares;
+  communicator.reduceScatterMean(gradient, counts[p]);
+  return apply(p, gradient, 1.0f, step, lr, decay);
 }
 
 DataParallelRank::Result DataParallelRank::finishStep(double loss, double squares) {

@@ -58,8 +58,8 @@ private:
   /// shard of it.
   double reduce(int p, float *gradient);
   /// AdamW of this rank's shard of p from its mean gradient (scaled by `clip`), then the
-  /// all-gather of p's weights.
-  void apply(int p, float *gradient, float clip, int64_t step, double lr, double decay);
+  /// all-gather of p's weights; returns the squared norm of the shard's gradient as used.
+  double apply(int p, float *gradient, float clip, int64_t step, double lr, double decay);
 
   const plan::Plan &plan;
   Communicator &communicator;
