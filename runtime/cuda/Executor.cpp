@@ -312,6 +312,12 @@ void Executor::build() {
 
 Executor::~Executor() { release(); }
 
+void Executor::drain() {
+  for (cudaStream_t stream : streams)
+    if (stream)
+      cudaStreamSynchronize(stream);
+}
+
 void Executor::release() {
   cudaDeviceSynchronize();
   pinned.reset();

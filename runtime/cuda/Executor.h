@@ -66,6 +66,9 @@ public:
   /// gradient(p).
   StepMeasures run(const std::map<std::string, std::vector<int64_t>> &inputs);
 
+  /// Waits for what the step issued, gradient callbacks included (errors ignored: a failed
+  /// step drains too), so that nothing calls the listener afterwards.
+  void drain();
   /// Calls `listener` with each parameter whose gradient has reached host memory during a
   /// step, as soon as it has: from a CUDA driver thread, so it must not call CUDA.
   void onGradient(std::function<void(int parameter)> listener);

@@ -20,6 +20,7 @@ struct Nccl {
   ncclResult_t (*getUniqueId)(ncclUniqueId *);
   ncclResult_t (*commInitRank)(ncclComm_t *, int, ncclUniqueId, int);
   ncclResult_t (*commDestroy)(ncclComm_t);
+  ncclResult_t (*commAbort)(ncclComm_t);
   ncclResult_t (*reduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                 ncclComm_t, cudaStream_t);
   ncclResult_t (*allGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
@@ -55,6 +56,7 @@ const Nccl &nccl() {
     bind(library, "ncclGetUniqueId", n.getUniqueId);
     bind(library, "ncclCommInitRank", n.commInitRank);
     bind(library, "ncclCommDestroy", n.commDestroy);
+    bind(library, "ncclCommAbort", n.commAbort);
     bind(library, "ncclReduceScatter", n.reduceScatter);
     bind(library, "ncclAllGather", n.allGather);
     bind(library, "ncclAllReduce", n.allReduce);
@@ -92,6 +94,12 @@ NcclCommunicator::~NcclCommunicator() {
   if (stream)
     cudaStreamDestroy(stream);
   cudaFree(buffer);
+}
+
+void NcclCommunicator::abort() {
+  if (comm)
+    nccl().commAbort(comm);
+  comm = nullptr;
 }
 
 char *NcclCommunicator::staging(size_t bytes) {

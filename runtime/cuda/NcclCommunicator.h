@@ -25,6 +25,8 @@ public:
   /// registrations); other host data is copied directly.
   void useHostMemory(const PinnedMemory *pinned) { hostMemory = pinned; }
   ~NcclCommunicator() override;
+  /// Ends the group at once: a collective waiting for a rank that is gone returns an error.
+  void abort();
   NcclCommunicator(const NcclCommunicator &) = delete;
   NcclCommunicator &operator=(const NcclCommunicator &) = delete;
 

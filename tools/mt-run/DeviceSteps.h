@@ -30,6 +30,8 @@ public:
   void onGradient(std::function<void(int parameter)> listener) {
     executor->onGradient(std::move(listener));
   }
+  /// See cuda::Executor::drain.
+  void drain() { executor->drain(); }
   /// See cuda::Executor::awaitParameter.
   void awaitParameter(std::function<void(int parameter)> await) {
     executor->awaitParameter(std::move(await));

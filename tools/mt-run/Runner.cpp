@@ -275,6 +275,11 @@ int train(const Options &options) {
     double stepLr = learningRate(adamw, step, options.steps);
 #ifdef MT_HAS_CUDA
     if (gpuRank) {
+      // NCCL and its copies run on this worker thread, which must use the rank's GPU.
+      thread_local int boundDevice = -1;
+      if (boundDevice != deviceId)
+        MT_CUDA_CHECK(cudaSetDevice(deviceId));
+      boundDevice = deviceId;
       if (p == plan.parameters_size()) {
         double sum = 0;
         for (double x : squares[step & 1])
@@ -282,11 +287,6 @@ int train(const Options &options) {
         stepResults[step & 1] = gpuRank->finishStep(rankLoss[step & 1], sum);
         return;
       }
-      // NCCL and its copies run on this worker thread, which must use the rank's GPU.
-      thread_local int boundDevice = -1;
-      if (boundDevice != deviceId)
-        MT_CUDA_CHECK(cudaSetDevice(deviceId));
-      boundDevice = deviceId;
       squares[step & 1][p] = gpuRank->updateParameter(p, gradients[p], step, stepLr, decay);
       state.refreshStreamCopy(p);
       return;
@@ -429,8 +429,8 @@ int train(const Options &options) {
     last.gradNorm = std::sqrt(last.gradNorm);
     return last;
   };
-  // A failed step may leave gradient callbacks queued on the device: the device goes first
-  // (its destructor waits for them), then the queue, while what updates read is alive.
+  // A failed step may leave gradient callbacks queued on the device and updates running
+  // (see the catch below).
   try {
     for (int64_t step = 1; step <= options.steps; ++step) {
       auto start = std::chrono::steady_clock::now();
@@ -542,10 +542,19 @@ int train(const Options &options) {
     if (updates && options.steps > 0)
       report(finishUpdates(options.steps), std::chrono::steady_clock::now());
   } catch (...) {
+    // The device's gradient callbacks end first, then the updates, which read the device's
+    // pinned gradients and, over NCCL, wait in collectives (aborted: a peer may be gone);
+    // the device goes last.
+#ifdef MT_HAS_CUDA
+    if (device)
+      device->drain();
+    if (nccl && gpuRank)
+      nccl->abort();
+#endif
+    updates.reset();
 #ifdef MT_HAS_CUDA
     device.reset();
 #endif
-    updates.reset();
     throw;
   }
   if (options.ranks > 1) // every rank holds the same gathered weights
