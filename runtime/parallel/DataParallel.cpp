@@ -47,15 +47,16 @@ double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step,
   double squares = adamwUpdate(master[p].data(), first[p].data(), second[p].data(), own,
                                shard.size(), lr, decay, plan.optimizer(), step);
   std::copy(master[p].begin(), master[p].end(), full[p] + shard.begin);
-  communicator.allGather(full[p], counts[p]);
   return squares;
 }
 
-double DataParallelRank::updateParameter(int p, float *gradient, int64_t step, double lr,
-                                         double decay) {
+double DataParallelRank::updateShard(int p, float *gradient, int64_t step, double lr,
+                                     double decay) {
   communicator.reduceScatterMean(gradient, counts[p]);
   return apply(p, gradient, 1.0f, step, lr, decay);
 }
+
+void DataParallelRank::gather(int p) { communicator.allGather(full[p], counts[p]); }
 
 DataParallelRank::Result DataParallelRank::finishStep(double loss, double squares) {
   double norm = std::sqrt(communicator.allReduceSum(squares));
@@ -80,6 +81,7 @@ DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t st
     double decay =
         std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();
     apply(p, gradients[p], clip, step, lr, decay);
+    gather(p);
   }
   if (updated)
     updated();

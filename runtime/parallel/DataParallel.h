@@ -41,13 +41,16 @@ public:
   Result step(const Inputs &inputs, int64_t step, double lr, const std::regex &noDecay);
 
   /// The overlapped form of a step without clipping, for a caller that hands over gradients as
-  /// the backward produces them: parameter p's reduce-scatter, its shard's AdamW and the
-  /// all-gather into the weights, returning the squared norm of this rank's shard of the
-  /// mean gradient. Every rank must call it for the same parameters in the same order (with
-  /// finishStep after the last), since each is a collective.
-  double updateParameter(int p, float *gradient, int64_t step, double lr, double decay);
+  /// the backward produces them. Every rank must make the same calls in the same order, since
+  /// each is a collective: updateShard for every parameter (as its gradient lands), gather
+  /// for every parameter (in the order the next step reads them), then finishStep.
+  /// updateShard: p's reduce-scatter and its shard's AdamW; returns the squared norm of this
+  /// rank's shard of the mean gradient.
+  double updateShard(int p, float *gradient, int64_t step, double lr, double decay);
+  /// The all-gather of p's updated weights into the weights.
+  void gather(int p);
   /// The step's mean loss over the ranks and its gradient norm, from this rank's loss and the
-  /// sum of its updateParameter results.
+  /// sum of its updateShard results.
   Result finishStep(double loss, double squares);
 
   /// Bytes of optimizer state (masters and moments of this rank's shards).
@@ -57,8 +60,8 @@ private:
   /// Averages parameter p's gradient over the ranks; returns the squared norm of this rank's
   /// shard of it.
   double reduce(int p, float *gradient);
-  /// AdamW of this rank's shard of p from its mean gradient (scaled by `clip`), then the
-  /// all-gather of p's weights; returns the squared norm of the shard's gradient as used.
+  /// AdamW of this rank's shard of p from its mean gradient (scaled by `clip`) into the
+  /// weights; returns the squared norm of the shard's gradient as used.
   double apply(int p, float *gradient, float clip, int64_t step, double lr, double decay);
 
   const plan::Plan &plan;

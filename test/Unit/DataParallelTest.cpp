@@ -121,13 +121,17 @@ int main() {
         mt::DataParallelRank rank(plan, group.member(r), overlapped[r].pointers(), {});
         std::vector<double> squares[2] = {std::vector<double>(count), std::vector<double>(count)};
         double losses[2] = {0, 0};
-        std::vector<int> need(count + 1);
-        for (int p = 0; p < count; ++p)
+        // The shards in reverse (as a backward hands them over), the gathers in order (as a
+        // forward reads), then the step's end.
+        std::vector<int> need(2 * count + 1);
+        for (int p = 0; p < count; ++p) {
           need[p] = count - 1 - p;
-        need[count] = count;
+          need[count + p] = count + p;
+        }
+        need[2 * count] = 2 * count;
         mt::UpdateQueue queue(
             [&](int p, int64_t at) {
-              if (p == count) {
+              if (p == 2 * count) {
                 double sum = 0;
                 for (double x : squares[at & 1])
                   sum += x;
@@ -136,10 +140,12 @@ int main() {
                   overlappedLoss[at] = result.loss;
                   overlappedNorm[at] = result.gradNorm;
                 }
-                return;
+              } else if (p >= count) {
+                rank.gather(p - count);
+              } else {
+                squares[at & 1][p] = rank.updateShard(p, overlapped[r].gradients[p].data(), at,
+                                                      lrOf(at), decayOf(p));
               }
-              squares[at & 1][p] = rank.updateParameter(p, overlapped[r].gradients[p].data(), at,
-                                                        lrOf(at), decayOf(p));
             },
             need, /*inSequence=*/true);
         std::mt19937 random(77 + r);
@@ -148,8 +154,8 @@ int main() {
           for (int p = 0; p < count; ++p)
             order[p] = p;
           std::shuffle(order.begin(), order.end(), random);
-          for (int p : order) { // the "forward" reads p once its last update is done
-            queue.waitFor(p);
+          for (int p : order) { // the "forward" reads p once its last gather is done
+            queue.waitFor(count + p);
             overlapped[r].gradients[p] = gradientOf(r, p, at, overlapped[r].weights[p].size());
           }
           // Apart in time, so that the worker finds each step's updates partly queued.
@@ -161,9 +167,10 @@ int main() {
           });
           landing.join();
           losses[at & 1] = 1.0 + r + at;
-          queue.push(count, at);
+          for (int p = count; p <= 2 * count; ++p)
+            queue.push(p, at);
         }
-        queue.waitStep(kSteps, count + 1);
+        queue.waitStep(kSteps, 2 * count + 1);
       });
     for (std::thread &thread : threads)
       thread.join();

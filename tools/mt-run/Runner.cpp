@@ -260,15 +260,18 @@ int train(const Options &options) {
                                     std::vector<double>(plan.parameters_size(), 0.0)};
   std::vector<float *> gradients(plan.parameters_size());
   bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1);
-  // Over NCCL (overlapped), a parameter's update is its collectives and its shard's AdamW
-  // (`gpuRank`), and one more update per step (`plan.parameters_size()`, queued once the step
-  // has run) reduces the loss and norm over the ranks.
+  // Over NCCL (overlapped, `gpuRank`), a step has three kinds of updates, run in one
+  // sequence on every rank: p < P, parameter p's reduce-scatter and shard AdamW as its
+  // gradient lands; P + p, the all-gather of p's weights, in the order the next step reads
+  // them; and 2P, the loss and norm over the ranks. The last two are queued once the step
+  // has run.
   std::unique_ptr<DataParallelRank> gpuRank;
   double rankLoss[2] = {0, 0};
   DataParallelRank::Result stepResults[2] = {};
   int deviceId = 0;
+  const int P = plan.parameters_size();
   auto update = [&](int p, int64_t step) {
-    double decay = p < plan.parameters_size() &&
+    double decay = p < P &&
                            !std::regex_search(plan.parameters(p).name(), noDecay)
                        ? adamw.weight_decay()
                        : 0.0;
@@ -280,15 +283,17 @@ int train(const Options &options) {
       if (boundDevice != deviceId)
         MT_CUDA_CHECK(cudaSetDevice(deviceId));
       boundDevice = deviceId;
-      if (p == plan.parameters_size()) {
+      if (p == 2 * P) {
         double sum = 0;
         for (double x : squares[step & 1])
           sum += x;
         stepResults[step & 1] = gpuRank->finishStep(rankLoss[step & 1], sum);
-        return;
+      } else if (p >= P) {
+        gpuRank->gather(p - P);
+        state.refreshStreamCopy(p - P);
+      } else {
+        squares[step & 1][p] = gpuRank->updateShard(p, gradients[p], step, stepLr, decay);
       }
-      squares[step & 1][p] = gpuRank->updateParameter(p, gradients[p], step, stepLr, decay);
-      state.refreshStreamCopy(p);
       return;
     }
 #endif
@@ -373,19 +378,26 @@ int train(const Options &options) {
     }
   }
   // Overlapped updates: on one GPU in the order the next step reads the parameters; over
-  // NCCL in the order the gradients land, strictly, the same on every rank.
+  // NCCL strictly in one sequence on every rank: the shards as the gradients land, then the
+  // gathers as the next step reads, then the step's end. The next step waits for what it
+  // reads: the update, or over NCCL the gather.
   if (overlapped) {
-    std::vector<int> order = gpuRank ? device->gradientOrder() : device->readOrder();
-    if (gpuRank)
-      order.push_back(plan.parameters_size()); // the step's end
+    std::vector<int> order = device->readOrder();
+    if (gpuRank) {
+      std::vector<int> gathers = order;
+      order = device->gradientOrder();
+      for (int p : gathers)
+        order.push_back(P + p);
+      order.push_back(2 * P);
+    }
     std::vector<int> need(order.size());
     for (size_t place = 0; place < order.size(); ++place)
       need[order[place]] = static_cast<int>(place);
     updates = std::make_unique<UpdateQueue>(update, need, /*inSequence=*/gpuRank != nullptr);
-    for (int p = 0; p < plan.parameters_size(); ++p)
+    for (int p = 0; p < P; ++p)
       gradients[p] = device->gradient(p);
     device->onGradient([&](int p) { updates->push(p, currentStep); });
-    device->awaitParameter([&](int p) { updates->waitFor(p); });
+    device->awaitParameter([&](int p) { updates->waitFor(gpuRank ? P + p : p); });
   }
 #endif
   // A step's line and metrics. Its time runs to the next step's start: with overlapped
@@ -418,7 +430,7 @@ int train(const Options &options) {
   // The overlapped step whose updates may still run, and its record once they all have.
   StepRecord last{};
   auto finishUpdates = [&](int64_t step) {
-    updates->waitStep(step, plan.parameters_size() + (gpuRank ? 1 : 0));
+    updates->waitStep(step, gpuRank ? 2 * P + 1 : P);
     if (gpuRank) {
       last.loss = stepResults[step & 1].loss;
       last.gradNorm = stepResults[step & 1].gradNorm;
@@ -481,7 +493,8 @@ int train(const Options &options) {
           loss += device->run(inputs) / runs;
           if (gpuRank) {
             rankLoss[step & 1] = loss;
-            updates->push(plan.parameters_size(), step);
+            for (int p = P; p <= 2 * P; ++p)
+              updates->push(p, step);
           }
           if (!updates) // the overlapped updates read these pointers, set once before
             for (int p = 0; p < plan.parameters_size(); ++p)
