@@ -102,6 +102,14 @@ void NcclCommunicator::abort() {
   comm = nullptr;
 }
 
+size_t NcclCommunicator::reserve(int64_t count) {
+  // Both collectives stage ranks + 1 blocks: the padded send and the own block, or the own
+  // block and the gathered ones.
+  size_t bytes = (ranks + 1) * shardBlock(count, ranks) * sizeof(float);
+  staging(bytes);
+  return bytes;
+}
+
 char *NcclCommunicator::staging(size_t bytes) {
   if (bytes > bufferBytes) {
     MT_CUDA_CHECK(cudaFree(buffer));

@@ -27,6 +27,9 @@ public:
   ~NcclCommunicator() override;
   /// Ends the group at once: a collective waiting for a rank that is gone returns an error.
   void abort();
+  /// Allocates the device staging buffer for collectives of up to `count` elements now, not
+  /// during a step (where cudaFree would stall the device), and returns its bytes.
+  size_t reserve(int64_t count);
   NcclCommunicator(const NcclCommunicator &) = delete;
   NcclCommunicator &operator=(const NcclCommunicator &) = delete;
 

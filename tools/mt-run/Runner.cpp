@@ -26,6 +26,7 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -353,6 +354,9 @@ int train(const Options &options) {
     nccl = std::make_unique<cuda::NcclCommunicator>(
         *static_cast<const ncclUniqueId *>(options.group), options.processRank, options.processes);
     nccl->useHostMemory(&device->pinnedMemory());
+    double stagingMiB =
+        nccl->reserve(counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end())) /
+        1048576.0;
     std::vector<float *> own;
     for (ParameterState &parameter : state.parameters)
       own.push_back(parameter.master);
@@ -365,10 +369,11 @@ int train(const Options &options) {
     auto rank = std::make_unique<DataParallelRank>(plan, *nccl, own, backward,
                                                    [&] { state.refreshStreamCopies(); });
     std::printf("data parallel | %d GPUs over NCCL | %.1f MiB of optimizer state on rank 0 | "
-                "%s\n",
+                "%s | staging %.1f MiB of device memory beside the plan's\n",
                 options.processes, rank->stateBytes() / 1048576.0,
                 overlapped ? "collectives per parameter as gradients land"
-                           : "collectives after the step");
+                           : "collectives after the step",
+                stagingMiB);
     if (overlapped) {
       gpuRank = std::move(rank);
       MT_CUDA_CHECK(cudaGetDevice(&deviceId));
