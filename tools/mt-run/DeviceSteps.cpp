@@ -133,70 +133,79 @@ void DeviceSteps::writeTrace(const std::string &path) const {
 
 namespace {
 
+/// Element i of an array of T in `bytes`.
+template <typename T>
+T element(const char *bytes, int64_t i) {
+  T x;
+  std::memcpy(&x, bytes + i * sizeof(T), sizeof(T));
+  return x;
+}
+
 /// A device tensor's elements on the host, as the host backend holds them.
 host::HostTensor<float> download(const cuda::DeviceTensor &tensor) {
   host::HostTensor<float> out;
   out.shape = tensor.shape;
+  out.isFloat = tensor.isFloat();
   std::vector<char> bytes(tensor.bytes());
   MT_CUDA_CHECK(cudaMemcpy(bytes.data(), tensor.data, bytes.size(), cudaMemcpyDeviceToHost));
-  int64_t n = tensor.size();
-  out.isFloat = tensor.isFloat();
-  for (int64_t i = 0; i < n; ++i) {
-    const char *at = bytes.data() + i * cuda::widthOf(tensor.storage);
+  const char *data = bytes.data();
+  for (int64_t i = 0; i < tensor.size(); ++i)
     switch (tensor.storage) {
-    case cuda::Storage::F32: {
-      float x;
-      std::memcpy(&x, at, 4);
-      out.reals.push_back(x);
+    case cuda::Storage::F32:
+      out.reals.push_back(element<float>(data, i));
+      break;
+    case cuda::Storage::BF16: { // the high half of an fp32
+      uint32_t bits = static_cast<uint32_t>(element<uint16_t>(data, i)) << 16;
+      out.reals.push_back(element<float>(reinterpret_cast<const char *>(&bits), 0));
       break;
     }
-    case cuda::Storage::BF16: {
-      uint32_t bits = 0;
-      std::memcpy(reinterpret_cast<char *>(&bits) + 2, at, 2);
-      float x;
-      std::memcpy(&x, &bits, 4);
-      out.reals.push_back(x);
+    case cuda::Storage::I64:
+      out.ints.push_back(element<int64_t>(data, i));
       break;
-    }
-    case cuda::Storage::I64: {
-      int64_t x;
-      std::memcpy(&x, at, 8);
-      out.ints.push_back(x);
+    case cuda::Storage::I32:
+      out.ints.push_back(element<int32_t>(data, i));
       break;
-    }
-    case cuda::Storage::I32: {
-      int32_t x;
-      std::memcpy(&x, at, 4);
-      out.ints.push_back(x);
-      break;
-    }
     case cuda::Storage::U8:
-      out.ints.push_back(static_cast<uint8_t>(*at));
+      out.ints.push_back(element<uint8_t>(data, i));
       break;
     }
-  }
   return out;
 }
 
-/// The largest |got - want| over the largest |want|; infinite where either is not finite.
-double relativeError(const float *got, const std::vector<float> &want) {
-  double scale = 0, error = 0;
+/// How far a result is from its reference: the largest |want|, and the largest |got - want|
+/// over it (infinite where either is not finite).
+struct Agreement {
+  double largest = 0, relative = 0;
+};
+
+Agreement compare(const float *got, const std::vector<float> &want) {
+  Agreement agreement;
+  for (float x : want)
+    agreement.largest = std::max(agreement.largest, std::fabs(static_cast<double>(x)));
+  double error = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i]) || !std::isfinite(want[i]))
-      return INFINITY; // std::max would skip a NaN
-    scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+    if (!std::isfinite(got[i]) || !std::isfinite(want[i])) {
+      agreement.relative = INFINITY; // std::max would skip a NaN
+      return agreement;
+    }
     error = std::max(error, std::fabs(static_cast<double>(got[i]) - want[i]));
   }
-  return scale > 0 ? error / scale : error;
+  agreement.relative = agreement.largest > 0 ? error / agreement.largest : error;
+  return agreement;
+}
+
+std::vector<const float *> mastersOf(const HostState &state) {
+  std::vector<const float *> masters;
+  for (const ParameterState &parameter : state.parameters)
+    masters.push_back(parameter.master);
+  return masters;
 }
 
 } // namespace
 
 double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
                     double tolerance) {
-  std::vector<const float *> masters;
-  for (const ParameterState &parameter : state.parameters)
-    masters.push_back(parameter.master);
+  std::vector<const float *> masters = mastersOf(state);
   host::Executor<float> reference(plan);
   cuda::ExecutorOptions options;
   options.serialize = true;
@@ -221,7 +230,7 @@ double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs 
       host::HostTensor<float> got = download(device.stepValue(command.results(r)));
       if (!got.isFloat)
         continue;
-      double relative = relativeError(got.reals.data(), expected.at(r).reals);
+      double relative = compare(got.reals.data(), expected.at(r).reals).relative;
       if (relative > tolerance)
         std::printf("kernel check | %s at %s: result %d off by %.3g\n", command.op().c_str(),
                     command.location().c_str(), r, relative);
@@ -237,11 +246,8 @@ double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs 
 }
 
 double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs) {
-  std::vector<const float *> masters;
-  for (const ParameterState &parameter : state.parameters)
-    masters.push_back(parameter.master);
   host::Executor<float> reference(plan);
-  host::StepResult<float> expected = reference.run(masters, inputs);
+  host::StepResult<float> expected = reference.run(mastersOf(state), inputs);
   cuda::Executor device(plan, state);
   cuda::StepMeasures measured = device.run(inputs);
   double lossError = std::fabs(measured.loss - expected.loss) / std::max(1e-12, std::fabs(expected.loss));
@@ -250,16 +256,12 @@ double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInp
   double worst = lossError;
   for (int p = 0; p < plan.parameters_size(); ++p) {
     const std::vector<float> &want = expected.gradients[p];
-    const float *got = device.gradient(p);
-    double scale = 0;
-    for (float x : want)
-      scale = std::max(scale, std::fabs(static_cast<double>(x)));
-    double relative = relativeError(got, want);
+    Agreement agreement = compare(device.gradient(p), want);
     std::printf("device check | gradient %-40s | %8lld elements | largest %.3g | worst relative "
                 "error %.3g\n",
-                plan.parameters(p).name().c_str(), static_cast<long long>(want.size()), scale,
-                relative);
-    worst = std::max(worst, relative);
+                plan.parameters(p).name().c_str(), static_cast<long long>(want.size()),
+                agreement.largest, agreement.relative);
+    worst = std::max(worst, agreement.relative);
   }
   std::printf("device check | worst relative error %.3g\n", worst);
   return worst;
