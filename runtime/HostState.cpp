@@ -43,13 +43,14 @@ std::vector<int64_t> layerOfParameters(const plan::Plan &plan) {
 
 } // namespace
 
-HostState::HostState(const plan::Plan &plan, bool streamCopy) : plan(plan) {
+HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int ranks) : plan(plan) {
   std::vector<int64_t> layers = layerOfParameters(plan);
   parameters.resize(plan.parameters_size());
   std::vector<int64_t> order;
   for (int p = 0; p < plan.parameters_size(); ++p) {
     parameters[p].count = numElements(plan.parameters(p).type());
     parameters[p].layer = layers[p];
+    parameters[p].owned = shardOf(parameters[p].count, rank, ranks);
     order.push_back(p);
   }
   std::stable_sort(order.begin(), order.end(),
@@ -57,10 +58,12 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy) : plan(plan) {
   // One allocation per layer: [masters | first moments | second moments | bf16 copies].
   for (size_t first = 0; first < order.size();) {
     size_t last = first;
-    int64_t elements = 0;
-    for (; last < order.size() && layers[order[last]] == layers[order[first]]; ++last)
+    int64_t elements = 0, owned = 0;
+    for (; last < order.size() && layers[order[last]] == layers[order[first]]; ++last) {
       elements += parameters[order[last]].count;
-    int64_t bytes = elements * (12 + (streamCopy ? 2 : 0));
+      owned += parameters[order[last]].owned.size();
+    }
+    int64_t bytes = elements * (4 + (streamCopy ? 2 : 0)) + owned * 8;
     int64_t pages = (bytes + kPage - 1) / kPage * kPage;
     char *block = static_cast<char *>(std::aligned_alloc(kPage, std::max<int64_t>(pages, kPage)));
     if (!block)
@@ -71,16 +74,17 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy) : plan(plan) {
     storage.emplace_back(block);
     blocks.push_back({layers[order[first]], block, bytes});
     float *master = reinterpret_cast<float *>(block);
-    float *firstMoment = master + elements, *secondMoment = firstMoment + elements;
-    uint16_t *copy = streamCopy ? reinterpret_cast<uint16_t *>(secondMoment + elements) : nullptr;
-    int64_t offset = 0;
+    float *firstMoment = master + elements, *secondMoment = firstMoment + owned;
+    uint16_t *copy = streamCopy ? reinterpret_cast<uint16_t *>(secondMoment + owned) : nullptr;
+    int64_t offset = 0, ownedOffset = 0;
     for (size_t i = first; i < last; ++i) {
       ParameterState &state = parameters[order[i]];
       state.master = master + offset;
-      state.firstMoment = firstMoment + offset;
-      state.secondMoment = secondMoment + offset;
+      state.firstMoment = firstMoment + ownedOffset;
+      state.secondMoment = secondMoment + ownedOffset;
       state.streamCopy = copy ? copy + offset : nullptr;
       offset += state.count;
+      ownedOffset += state.owned.size();
     }
     first = last;
   }

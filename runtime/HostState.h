@@ -5,6 +5,7 @@
 #define MT_RUNTIME_HOSTSTATE_H
 
 #include "plan/plan.pb.h"
+#include "runtime/Shard.h"
 
 #include <cstdint>
 #include <memory>
@@ -13,15 +14,18 @@
 
 namespace mt {
 
-/// One parameter's arrays, all of `count` elements.
+/// One parameter's arrays: the master and its bf16 copy of `count` elements, the moments of
+/// the elements `owned` (all of them, unless the state is one data-parallel rank's).
 struct ParameterState {
-  float *master = nullptr, *firstMoment = nullptr, *secondMoment = nullptr;
+  float *master = nullptr;
+  float *firstMoment = nullptr, *secondMoment = nullptr; // of owned.begin onwards
   uint16_t *streamCopy = nullptr; // bf16; null when the state keeps none
   int64_t count = 0;
+  Shard owned;
   int64_t layer = -1; // the layer whose prefetch streams it; -1 for prologue and epilogue
 };
 
-/// One layer's block of host memory: its masters, then its first moments, its second
+/// One layer's block of host memory: its masters, then its (owned) first moments, its second
 /// moments and its bf16 copies, each contiguous, on pages of its own. The CUDA backend pins
 /// blocks in chunks.
 struct LayerBlock {
@@ -33,8 +37,10 @@ struct LayerBlock {
 class HostState {
 public:
   /// Lays out every plan parameter; with `streamCopy`, also a bf16 copy of each (the 2 bytes
-  /// that make 14 bytes a parameter instead of 12).
-  HostState(const plan::Plan &plan, bool streamCopy);
+  /// that make 14 bytes a parameter instead of 12). As rank `rank` of `ranks` data-parallel
+  /// ranks, the state holds the AdamW moments of the rank's shard (shardOf) of each
+  /// parameter only: 6 + 8 / ranks bytes a parameter with bf16 copies.
+  HostState(const plan::Plan &plan, bool streamCopy, int rank = 0, int ranks = 1);
 
   /// Initial weights from the files the plan names (relative to `planDir`), converted to fp32.
   /// Throws naming the parameter and file when bytes are missing.

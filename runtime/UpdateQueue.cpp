@@ -6,18 +6,8 @@
 
 namespace mt {
 
-UpdateQueue::UpdateQueue(Update update, std::vector<int> need, bool inSequence)
-    : update(std::move(update)), need(std::move(need)), inSequence(inSequence),
-      outstanding(this->need.size(), 0) {
-  if (inSequence) { // every place due once a step
-    std::vector<bool> taken(this->need.size(), false);
-    for (int place : this->need) {
-      if (place < 0 || place >= static_cast<int>(taken.size()) || taken[place])
-        throw std::invalid_argument("updates in sequence need each place once; place " +
-                                    std::to_string(place) + " is out of range or repeated");
-      taken[place] = true;
-    }
-  }
+UpdateQueue::UpdateQueue(Update update, std::vector<int> need)
+    : update(std::move(update)), need(std::move(need)), outstanding(this->need.size(), 0) {
   worker = std::thread([this] { work(); });
 }
 
@@ -71,22 +61,11 @@ void UpdateQueue::waitStep(int64_t step, int64_t count) {
 void UpdateQueue::work() {
   std::unique_lock<std::mutex> lock(mutex);
   while (true) {
-    // In sequence, only the update due next may run; a step starts with the oldest queued.
-    auto ready = [&] {
-      if (pending.empty())
-        return false;
-      auto [step, place, parameter] = *pending.begin();
-      return !inSequence || (place == due && (due == 0 || step == sequenceStep));
-    };
-    queued.wait(lock, [&] { return stopping || ready(); });
+    queued.wait(lock, [&] { return stopping || !pending.empty(); });
     if (stopping) // a run that ends early drops what it queued
       return;
     auto [step, place, parameter] = *pending.begin();
     pending.erase(pending.begin());
-    if (inSequence) {
-      sequenceStep = step;
-      due = (due + 1) % static_cast<int>(need.size());
-    }
     lock.unlock();
     std::exception_ptr thrown;
     try {

@@ -23,10 +23,8 @@ public:
   using Update = std::function<void(int parameter, int64_t step)>;
   /// `need[p]` is parameter p's place in the order a step first reads the parameters. Queued
   /// updates run oldest step first, then in that order: the backward hands gradients over
-  /// last layer first, but the next forward needs the first layer first. `inSequence` (for
-  /// updates that are collectives, which every rank must issue in one order) runs each
-  /// step's updates strictly in that order, every one of them, whatever order they arrive in.
-  UpdateQueue(Update update, std::vector<int> need, bool inSequence = false);
+  /// last layer first, but the next forward needs the first layer first.
+  UpdateQueue(Update update, std::vector<int> need);
   ~UpdateQueue();
   UpdateQueue(const UpdateQueue &) = delete;
   UpdateQueue &operator=(const UpdateQueue &) = delete;
@@ -46,9 +44,6 @@ private:
 
   Update update;
   std::vector<int> need;
-  bool inSequence;
-  int64_t sequenceStep = 0; // in sequence: the step running, and the place due next
-  int due = 0;
   std::mutex mutex;
   std::condition_variable queued, finished;
   std::set<std::tuple<int64_t, int, int>> pending; // step, need, parameter

@@ -2,7 +2,7 @@
 # The GPU suite and the benchmarks in one call on the device machine. It builds nothing: the
 # binaries and plans are made here first (scripts/setup.sh, then scripts/make_device_plans.sh)
 # and carried:
-#   device run: scripts/device-suite.sh   carry: build/tools/mt-run build/test build/device
+#   device run: scripts/device-suite.sh   carry: build/tools/mt-run build/test/mt-gpu-* build/device
 # Each part's output goes to NAME.txt in $OUT/suite.tar.gz (the device tool brings back few
 # files), a line per part to $OUT/summary.txt; the exit code counts the parts that failed.
 # SUITE_PARTS (a regex over part names) runs a subset.
@@ -76,11 +76,25 @@ part train-llama train_both $plans/llama.mtp $plans/llama.tokens 20
 part train-llama-k2-m2 train_both $plans/llama-k2-m2.mtp $plans/llama.tokens 20
 part train-demo train_both $plans/demo.mtp $plans/corpus.bin 20
 
+# Data parallel in the executor: two ranks on this GPU (the collectives relayed through the
+# host), each uploading and offloading its shards, against one rank with twice the batch.
+for model in gpt2 llama; do
+  part "data-parallel-$model" build/test/mt-gpu-data-parallel-test $plans/$model.mtp \
+    $plans/$model-b4.mtp $plans/parallel.tokens
+done
 # Data parallel through NCCL with one rank (this machine has one GPU): the same losses as the
-# plain run of the same plan and tokens (train-llama above), and through its sharded AdamW.
+# plain run of the same plan and tokens (train-llama above), and through its sharded AdamW;
+# with clipping (the updates after the step), the plain clipped run's.
 part nccl-1-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 20 \
   --nproc-per-node 1 --metrics $out/nccl1.jsonl && python3 $compare $out/nccl1.jsonl \
   $out/llama.cuda.jsonl --tolerance 1e-6"
+# The final weights (gathered from the ranks' shards) are the plain run's.
+part nccl-1-llama-clip bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 10 \
+  --grad-clip 0.5 --backend=cuda --metrics $out/clip.jsonl --save-weights $out/clip.safetensors \
+  && $run $plans/llama.mtp --data $plans/llama.tokens --steps 10 --grad-clip 0.5 \
+  --nproc-per-node 1 --metrics $out/nccl1-clip.jsonl --save-weights $out/nccl1-clip.safetensors \
+  && python3 $compare $out/nccl1-clip.jsonl $out/clip.jsonl --tolerance 1e-5 && python3 \
+  test/Train/Inputs/compare_weights.py $out/nccl1-clip.safetensors $out/clip.safetensors"
 part nccl-1-bench-1b $run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens \
   --steps 4 --lr 1e-4 --nproc-per-node 1
 

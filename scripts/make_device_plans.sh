@@ -35,6 +35,13 @@ np.random.default_rng(0).integers(0, 5, 64, dtype=np.uint16).tofile('$out/gradie
 "$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
   -o "$out/gpt2-fp32.mtp"
 cp "$fixtures/reference/gpt2.tokens" "$fixtures/reference/llama.tokens" "$out/"
+# Twice the batch, against which two data-parallel ranks of the plans above train, on tokens
+# of the fixtures' vocabulary whose batches differ (the reference files hold one batch).
+/usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(2).integers(0, 96, 4000, dtype=np.uint16).tofile('$out/parallel.tokens')"
+"$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:4x16 -o "$out/gpt2-b4.mtp"
+"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:4x16 -o "$out/llama-b4.mtp"
 
 # The demo model at its training shape, with its corpus.
 /usr/bin/python3 "$root/examples/tiny-gpt/prepare_data.py" "$out" >/dev/null

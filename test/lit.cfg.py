@@ -20,7 +20,7 @@ import subprocess
 if config.gpu_tests and shutil.which("nvidia-smi") and \
         subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
     config.available_features.add("cuda-device")
-for test in ("mt-gpu-matmul-test", "mt-gpu-pinned-test"):
+for test in ("mt-gpu-matmul-test", "mt-gpu-pinned-test", "mt-gpu-data-parallel-test"):
     config.substitutions.append(("%" + test, os.path.join(config.mt_obj_root, "test", test)))
 config.substitutions.append(("%fixtures", config.fixtures_dir))
 # A tool's path where a script (not the shell) runs it.

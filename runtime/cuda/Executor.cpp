@@ -8,6 +8,7 @@
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/TensorCopy.h"
 #include "runtime/cuda/kernels/KernelArgs.h"
+#include "runtime/parallel/Communicator.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -272,6 +273,9 @@ void Executor::build() {
                       " is not offloaded to the host in fp32; recompile the plan with this mtc");
     gradients.push_back(reinterpret_cast<float *>(gradient.data));
   }
+  gradientParameter.assign(stepProgram.values_size(), -1);
+  for (int p = 0; p < stepProgram.gradients_size(); ++p)
+    gradientParameter[stepProgram.gradients(p)] = p;
   notices.assign(stepProgram.commands_size(), {this, {}});
   for (int c = 0; c < stepProgram.commands_size(); ++c) {
     const plan::Command &command = stepProgram.commands(c);
@@ -280,6 +284,25 @@ void Executor::build() {
         for (int p = 0; p < stepProgram.gradients_size(); ++p)
           if (stepProgram.gradients(p) == id)
             notices[c].parameters.push_back(p);
+  }
+  // Averaging a gradient over the ranks overwrites its device buffer: nothing may read that
+  // buffer after the offload.
+  if (options.collectives) {
+    std::vector<int> lastRead(stepProgram.values_size(), -1);
+    for (int c = 0; c < stepProgram.commands_size(); ++c)
+      for (int id : stepProgram.commands(c).operands())
+        lastRead[id] = c;
+    for (int c = 0; c < stepProgram.commands_size(); ++c) {
+      const plan::Command &command = stepProgram.commands(c);
+      if (command.op() == "mt.offload")
+        for (int r = 0; r < command.results_size(); ++r) {
+          int p = gradientParameter[command.results(r)];
+          if (p >= 0 && lastRead[command.operands(r)] > c)
+            throw CudaError("the gradient of " + plan.parameters(p).name() +
+                            " is read on the device after its offload at " +
+                            command.location() + ", so it cannot be averaged in place");
+        }
+    }
   }
   for (const plan::Command &command : stepProgram.commands())
     if (command.op() != "mt.prefetch")
@@ -461,6 +484,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
   MT_CUDA_CHECK(cudaStreamWaitEvent(streams[0], timing[0]));
   MT_CUDA_CHECK(cudaStreamWaitEvent(streams[2], timing[0]));
   const std::vector<DeviceTensor> &values = step->values;
+  DeviceCollectives *collectives = options.collectives;
   for (int c = 0; c < program.commands_size(); ++c) {
     const plan::Command &command = program.commands(c);
     int streamIndex = 0;
@@ -486,22 +510,42 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         const plan::Value &source = program.values(command.operands(r));
         const DeviceTensor &to = results[r];
         void *from = values[command.operands(r)].data;
-        if (source.has_parameter()) {
-          const ParameterState &parameter = state.parameters.at(source.parameter());
-          from = to.storage == Storage::F32 ? static_cast<void *>(parameter.master)
-                                            : static_cast<void *>(parameter.streamCopy);
-          if (parameter.count != to.size())
-            throw CudaError("prefetch of " + plan.parameters(source.parameter()).name() +
-                            ": the slot holds " + std::to_string(to.size()) + " elements");
+        if (!source.has_parameter()) {
+          pinned->copy(to.data, from, to.bytes(), cudaMemcpyHostToDevice, stream);
+          measures.copiedBytes[0] += to.bytes();
+          continue;
         }
-        pinned->copy(to.data, from, to.bytes(), cudaMemcpyHostToDevice, stream);
-        measures.copiedBytes[0] += to.bytes();
+        const ParameterState &parameter = state.parameters.at(source.parameter());
+        from = to.storage == Storage::F32 ? static_cast<void *>(parameter.master)
+                                          : static_cast<void *>(parameter.streamCopy);
+        if (parameter.count != to.size())
+          throw CudaError("prefetch of " + plan.parameters(source.parameter()).name() +
+                          ": the slot holds " + std::to_string(to.size()) + " elements");
+        // With ranks, this rank's shard crosses PCIe and the device gathers the rest.
+        Shard shard = shardOf(to.size(), collectives ? collectives->rank() : 0,
+                              collectives ? collectives->size() : 1);
+        int64_t width = widthOf(to.storage);
+        pinned->copy(static_cast<char *>(to.data) + shard.begin * width,
+                     static_cast<char *>(from) + shard.begin * width, shard.size() * width,
+                     cudaMemcpyHostToDevice, stream);
+        measures.copiedBytes[0] += shard.size() * width;
+        if (collectives)
+          collectives->gather(to.data, to.size(), static_cast<int>(width), stream);
       }
     } else if (command.op() == "mt.offload") {
       for (int r = 0; r < command.results_size(); ++r) {
         const DeviceTensor &from = values[command.operands(r)];
-        pinned->copy(from.data, results[r].data, from.bytes(), cudaMemcpyDeviceToHost, stream);
-        measures.copiedBytes[1] += from.bytes();
+        // With ranks, a gradient is averaged on the device and this rank's shard offloaded.
+        Shard shard{0, from.size()};
+        if (collectives && gradientParameter[command.results(r)] >= 0) {
+          collectives->reduceMean(static_cast<float *>(from.data), from.size(), stream);
+          shard = shardOf(from.size(), collectives->rank(), collectives->size());
+        }
+        int64_t width = widthOf(from.storage);
+        pinned->copy(static_cast<char *>(from.data) + shard.begin * width,
+                     static_cast<char *>(results[r].data) + shard.begin * width,
+                     shard.size() * width, cudaMemcpyDeviceToHost, stream);
+        measures.copiedBytes[1] += shard.size() * width;
       }
     } else if (command.op() == "mt.call") {
       std::vector<DeviceTensor> arguments;

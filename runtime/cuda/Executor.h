@@ -7,6 +7,7 @@
 #include "plan/plan.pb.h"
 #include "runtime/HostState.h"
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/DeviceTensor.h"
 #include "runtime/cuda/PinnedMemory.h"
 #include "runtime/cuda/Scratch.h"
@@ -27,6 +28,11 @@ struct ExecutorOptions {
   bool serialize = false;
   /// Record a CUDA event pair around every command, for per-stream busy time and traces.
   bool timeCommands = false;
+  /// Data parallel: each weight's upload carries only this rank's shard (shardOf) and gathers
+  /// the others' on the device, and each gradient is averaged over the ranks on the device
+  /// before only this rank's shard is offloaded: the rest of gradient(p) is stale, and the
+  /// host copies need only this rank's shard to be current.
+  DeviceCollectives *collectives = nullptr;
 };
 
 /// One command as it ran: its stream, and start/end in ms from the step's start.
@@ -128,6 +134,7 @@ private:
   std::function<void(int)> gradientListener;
   std::function<void(int)> parameterAwait;
   std::vector<int> constantGradients; // parameters whose gradient is a constant zero
+  std::vector<int> gradientParameter; // per step value: the parameter it is the gradient of, or -1
   DeviceMemory deviceMemory;
 };
 

@@ -21,12 +21,19 @@ struct Nccl {
   ncclResult_t (*commInitRank)(ncclComm_t *, int, ncclUniqueId, int);
   ncclResult_t (*commDestroy)(ncclComm_t);
   ncclResult_t (*commAbort)(ncclComm_t);
+  ncclResult_t (*commSplit)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
   ncclResult_t (*reduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                 ncclComm_t, cudaStream_t);
   ncclResult_t (*allGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
                             cudaStream_t);
   ncclResult_t (*allReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                             ncclComm_t, cudaStream_t);
+  ncclResult_t (*reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int,
+                         ncclComm_t, cudaStream_t);
+  ncclResult_t (*broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
+                            cudaStream_t);
+  ncclResult_t (*groupStart)();
+  ncclResult_t (*groupEnd)();
   const char *(*errorString)(ncclResult_t);
 };
 
@@ -57,9 +64,14 @@ const Nccl &nccl() {
     bind(library, "ncclCommInitRank", n.commInitRank);
     bind(library, "ncclCommDestroy", n.commDestroy);
     bind(library, "ncclCommAbort", n.commAbort);
+    bind(library, "ncclCommSplit", n.commSplit);
     bind(library, "ncclReduceScatter", n.reduceScatter);
     bind(library, "ncclAllGather", n.allGather);
     bind(library, "ncclAllReduce", n.allReduce);
+    bind(library, "ncclReduce", n.reduce);
+    bind(library, "ncclBroadcast", n.broadcast);
+    bind(library, "ncclGroupStart", n.groupStart);
+    bind(library, "ncclGroupEnd", n.groupEnd);
     bind(library, "ncclGetErrorString", n.errorString);
     return n;
   }();
@@ -85,29 +97,28 @@ NcclCommunicator::NcclCommunicator(const ncclUniqueId &id, int rank, int ranks)
   // service.
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   check(nccl().commInitRank(&comm, ranks, id, rank), "ncclCommInitRank");
+  check(nccl().commSplit(comm, 0, rank, &reductions, nullptr), "ncclCommSplit");
+  check(nccl().commSplit(comm, 0, rank, &gathers, nullptr), "ncclCommSplit");
   MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // Now, not during a step, where cudaMalloc could stall the device.
+  staging(sizeof(double));
 }
 
 NcclCommunicator::~NcclCommunicator() {
-  if (comm)
-    nccl().commDestroy(comm);
+  for (ncclComm_t own : {gathers, reductions, comm})
+    if (own)
+      nccl().commDestroy(own);
   if (stream)
     cudaStreamDestroy(stream);
   cudaFree(buffer);
 }
 
 void NcclCommunicator::abort() {
-  if (comm)
-    nccl().commAbort(comm);
-  comm = nullptr;
-}
-
-size_t NcclCommunicator::reserve(int64_t count) {
-  // Both collectives stage ranks + 1 blocks: the padded send and the own block, or the own
-  // block and the gathered ones.
-  size_t bytes = (ranks + 1) * shardBlock(count, ranks) * sizeof(float);
-  staging(bytes);
-  return bytes;
+  for (ncclComm_t *own : {&gathers, &reductions, &comm}) {
+    if (*own)
+      nccl().commAbort(*own);
+    *own = nullptr;
+  }
 }
 
 char *NcclCommunicator::staging(size_t bytes) {
@@ -121,10 +132,6 @@ char *NcclCommunicator::staging(size_t bytes) {
 }
 
 void NcclCommunicator::copy(void *device, void *host, size_t bytes, cudaMemcpyKind kind) {
-  if (hostMemory) {
-    hostMemory->copy(device, host, bytes, kind, stream);
-    return;
-  }
   MT_CUDA_CHECK(kind == cudaMemcpyHostToDevice
                     ? cudaMemcpyAsync(device, host, bytes, kind, stream)
                     : cudaMemcpyAsync(host, device, bytes, kind, stream));
@@ -174,6 +181,34 @@ double NcclCommunicator::allReduceSum(double value) {
   MT_CUDA_CHECK(cudaMemcpyAsync(&value, slot, sizeof(double), cudaMemcpyDeviceToHost, stream));
   MT_CUDA_CHECK(cudaStreamSynchronize(stream));
   return value;
+}
+
+// The plan's buffers hold a parameter's exact count, not the equal blocks that NCCL's
+// reduce-scatter and all-gather take: a reduce or broadcast per rank, rooted at the rank
+// that owns the shard, in one group, moves the same bytes without padding.
+void NcclCommunicator::reduceMean(float *gradient, int64_t count, cudaStream_t stream) {
+  check(nccl().groupStart(), "ncclGroupStart");
+  for (int r = 0; r < ranks; ++r) {
+    Shard shard = shardOf(count, r, ranks);
+    if (shard.size() > 0)
+      check(nccl().reduce(gradient + shard.begin, gradient + shard.begin, shard.size(),
+                          ncclFloat, ncclAvg, r, reductions, stream),
+            "ncclReduce");
+  }
+  check(nccl().groupEnd(), "ncclGroupEnd");
+}
+
+void NcclCommunicator::gather(void *weights, int64_t count, int width, cudaStream_t stream) {
+  char *bytes = static_cast<char *>(weights);
+  check(nccl().groupStart(), "ncclGroupStart");
+  for (int r = 0; r < ranks; ++r) {
+    Shard shard = shardOf(count, r, ranks);
+    if (shard.size() > 0)
+      check(nccl().broadcast(bytes + shard.begin * width, bytes + shard.begin * width,
+                             shard.size() * width, ncclUint8, r, gathers, stream),
+            "ncclBroadcast");
+  }
+  check(nccl().groupEnd(), "ncclGroupEnd");
 }
 
 } // namespace mt::cuda

@@ -3,22 +3,11 @@
 #ifndef MT_RUNTIME_PARALLEL_COMMUNICATOR_H
 #define MT_RUNTIME_PARALLEL_COMMUNICATOR_H
 
-#include <algorithm>
+#include "runtime/Shard.h"
+
 #include <cstdint>
 
 namespace mt {
-
-/// The part of `count` elements rank `rank` of `ranks` owns: blocks of ceil(count / ranks),
-/// the last shorter (or empty), as NCCL's reduce-scatter and all-gather lay them out.
-struct Shard {
-  int64_t begin, end;
-  int64_t size() const { return end - begin; }
-};
-inline int64_t shardBlock(int64_t count, int ranks) { return (count + ranks - 1) / ranks; }
-inline Shard shardOf(int64_t count, int rank, int ranks) {
-  int64_t block = shardBlock(count, ranks);
-  return {std::min(count, block * rank), std::min(count, block * (rank + 1))};
-}
 
 class Communicator {
 public:

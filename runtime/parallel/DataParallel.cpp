@@ -1,62 +1,61 @@
-// A data-parallel rank's step: backward, reduce-scatter, sharded AdamW, all-gather.
+// A data-parallel rank's step: backward, reduce-scatter, sharded AdamW, all-gather (the
+// collectives on the host, or left to the device).
 #include "runtime/parallel/DataParallel.h"
 
 #include "runtime/AdamW.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace mt {
 
-DataParallelRank::DataParallelRank(const plan::Plan &plan, Communicator &communicator,
-                                   std::vector<float *> weights, Backward backward,
-                                   std::function<void()> updated)
-    : plan(plan), communicator(communicator), full(std::move(weights)),
-      backward(std::move(backward)), updated(std::move(updated)) {
-  for (int p = 0; p < plan.parameters_size(); ++p) {
-    int64_t count = 1;
-    for (int64_t d : plan.parameters(p).type().shape())
-      count *= d;
-    counts.push_back(count);
-    Shard shard = shardOf(count, communicator.rank(), communicator.size());
-    master.emplace_back(full[p] + shard.begin, full[p] + shard.end);
-    first.emplace_back(shard.size(), 0.0f);
-    second.emplace_back(shard.size(), 0.0f);
+DataParallelRank::DataParallelRank(HostState &state, Communicator &communicator,
+                                   Backward backward, Collectives collectives)
+    : state(state), communicator(communicator), backward(std::move(backward)),
+      collectives(collectives) {
+  for (size_t p = 0; p < state.parameters.size(); ++p) {
+    const ParameterState &parameter = state.parameters[p];
+    Shard shard = shardOf(parameter.count, communicator.rank(), communicator.size());
+    if (parameter.owned.begin != shard.begin || parameter.owned.end != shard.end)
+      throw std::invalid_argument("the host state of " + state.plan.parameters(p).name() +
+                                  " is not rank " + std::to_string(communicator.rank()) +
+                                  "'s of " + std::to_string(communicator.size()));
   }
 }
 
-int64_t DataParallelRank::stateBytes() const {
-  int64_t bytes = 0;
-  for (const std::vector<float> &shard : master)
-    bytes += 12 * static_cast<int64_t>(shard.size());
-  return bytes;
-}
-
 double DataParallelRank::reduce(int p, float *gradient) {
-  communicator.reduceScatterMean(gradient, counts[p]);
-  Shard shard = shardOf(counts[p], communicator.rank(), communicator.size());
-  return squaredNorm(gradient + shard.begin, shard.size());
+  const ParameterState &parameter = state.parameters[p];
+  if (collectives == Collectives::OnHost)
+    communicator.reduceScatterMean(gradient, parameter.count);
+  return squaredNorm(gradient + parameter.owned.begin, parameter.owned.size());
 }
 
 double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step, double lr,
-                             double decay) {
-  Shard shard = shardOf(counts[p], communicator.rank(), communicator.size());
+                               double decay) {
+  const ParameterState &parameter = state.parameters[p];
+  Shard shard = parameter.owned;
   float *own = gradient + shard.begin;
   if (clip != 1.0f)
     for (int64_t i = 0; i < shard.size(); ++i)
       own[i] *= clip;
-  double squares = adamwUpdate(master[p].data(), first[p].data(), second[p].data(), own,
-                               shard.size(), lr, decay, plan.optimizer(), step);
-  std::copy(master[p].begin(), master[p].end(), full[p] + shard.begin);
-  return squares;
+  return adamwUpdate(parameter.master + shard.begin, parameter.firstMoment,
+                     parameter.secondMoment, own, shard.size(), lr, decay,
+                     state.plan.optimizer(), step,
+                     parameter.streamCopy ? parameter.streamCopy + shard.begin : nullptr);
 }
 
 double DataParallelRank::updateShard(int p, float *gradient, int64_t step, double lr,
                                      double decay) {
-  communicator.reduceScatterMean(gradient, counts[p]);
+  if (collectives == Collectives::OnHost)
+    communicator.reduceScatterMean(gradient, state.parameters[p].count);
   return apply(p, gradient, 1.0f, step, lr, decay);
 }
 
-void DataParallelRank::gather(int p) { communicator.allGather(full[p], counts[p]); }
+void DataParallelRank::gather(int p) {
+  communicator.allGather(state.parameters[p].master, state.parameters[p].count);
+  state.refreshStreamCopy(p);
+}
 
 DataParallelRank::Result DataParallelRank::finishStep(double loss, double squares) {
   double norm = std::sqrt(communicator.allReduceSum(squares));
@@ -65,6 +64,7 @@ DataParallelRank::Result DataParallelRank::finishStep(double loss, double square
 
 DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t step, double lr,
                                                 const std::regex &noDecay) {
+  const plan::Plan &plan = state.plan;
   std::vector<float *> gradients(plan.parameters_size());
   double loss = backward(inputs, gradients);
   const plan::AdamW &adamw = plan.optimizer();
@@ -81,10 +81,9 @@ DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t st
     double decay =
         std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();
     apply(p, gradients[p], clip, step, lr, decay);
-    gather(p);
+    if (collectives == Collectives::OnHost)
+      gather(p);
   }
-  if (updated)
-    updated();
   return {communicator.allReduceSum(loss) / communicator.size(), norm};
 }
 

@@ -1,6 +1,7 @@
-// Unit test of the overlapped data-parallel update: ranks as threads, each handing its
-// gradients over in its own order, with the collectives run in sequence by an update queue,
-// end with the bits of DataParallelRank::step (collectives after the whole backward).
+// Unit test of the overlapped data-parallel update as over NCCL: ranks as threads whose
+// "device" averages the gradients and gathers the weights, each rank handing its gradients
+// to the update queue in its own order, end with the bits of DataParallelRank::step
+// (collectives on the host after the whole backward).
 #include "runtime/UpdateQueue.h"
 #include "runtime/parallel/DataParallel.h"
 #include "runtime/parallel/ThreadGroup.h"
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -44,26 +46,26 @@ std::vector<float> gradientOf(int r, int p, int64_t s, int64_t size) {
   return g;
 }
 
+/// A rank's host state (the moments of its shards) and last gradients.
 struct Rank {
-  std::vector<std::vector<float>> weights, gradients;
-  std::vector<float *> pointers() {
-    std::vector<float *> out;
-    for (std::vector<float> &w : weights)
-      out.push_back(w.data());
-    return out;
+  std::unique_ptr<mt::HostState> state;
+  std::vector<std::vector<float>> gradients;
+  std::vector<float> weights(int p) const {
+    const mt::ParameterState &parameter = state->parameters[p];
+    return {parameter.master, parameter.master + parameter.count};
   }
 };
 
 std::vector<Rank> startRanks(const mt::plan::Plan &plan) {
   std::vector<Rank> ranks(kRanks);
-  for (Rank &rank : ranks)
-    for (const mt::plan::Parameter &parameter : plan.parameters()) {
-      std::vector<float> w(parameter.type().shape(0));
-      for (size_t i = 0; i < w.size(); ++i)
-        w[i] = std::sin(0.01f * static_cast<float>(i + w.size()));
-      rank.weights.push_back(w);
-      rank.gradients.emplace_back(w.size());
+  for (int r = 0; r < kRanks; ++r) {
+    ranks[r].state = std::make_unique<mt::HostState>(plan, false, r, kRanks);
+    for (mt::ParameterState &parameter : ranks[r].state->parameters) {
+      for (int64_t i = 0; i < parameter.count; ++i)
+        parameter.master[i] = std::sin(0.01f * static_cast<float>(i + parameter.count));
+      ranks[r].gradients.emplace_back(parameter.count);
     }
+  }
   return ranks;
 }
 
@@ -89,12 +91,12 @@ int main() {
         int64_t at = 0;
         auto backward = [&](const mt::DataParallelRank::Inputs &, std::vector<float *> &out) {
           for (int p = 0; p < count; ++p) {
-            batched[r].gradients[p] = gradientOf(r, p, at, batched[r].weights[p].size());
+            batched[r].gradients[p] = gradientOf(r, p, at, batched[r].gradients[p].size());
             out[p] = batched[r].gradients[p].data();
           }
           return 1.0 + r + at;
         };
-        mt::DataParallelRank rank(plan, group.member(r), batched[r].pointers(), backward);
+        mt::DataParallelRank rank(*batched[r].state, group.member(r), backward);
         for (at = 1; at <= kSteps; ++at) {
           mt::DataParallelRank::Result result = rank.step({}, at, lrOf(at), noDecay);
           if (r == 0) {
@@ -107,31 +109,29 @@ int main() {
       thread.join();
   }
 
-  // Overlapped: each rank hands its gradients over in an order of its own (a shuffle per rank
-  // and step, as landing times differ), from another thread, while the next step waits only
-  // for the parameter it refills; the queue runs them in one sequence (reverse order, then the
-  // step's end) on every rank.
+  // As over NCCL: the "device" averages each gradient before its offload, in the plan's order
+  // (the same on every rank); the gradients reach the update queue in an order of each rank's
+  // own (landing times differ), from another thread; the queue runs the shard updates, which
+  // are no collectives, in the order the next step reads the weights, then the step's end;
+  // the next step's upload of each weight waits for its update, then the "device" gathers it.
+  // The device's collectives and the host's have groups of their own, as NCCL communicators.
   std::vector<Rank> overlapped = startRanks(plan);
   std::vector<double> overlappedLoss(kSteps + 1), overlappedNorm(kSteps + 1);
   {
-    mt::ThreadGroup group(kRanks);
+    mt::ThreadGroup device(kRanks), host(kRanks);
     std::vector<std::thread> threads;
     for (int r = 0; r < kRanks; ++r)
       threads.emplace_back([&, r] {
-        mt::DataParallelRank rank(plan, group.member(r), overlapped[r].pointers(), {});
+        mt::DataParallelRank rank(*overlapped[r].state, host.member(r), {},
+                                  mt::DataParallelRank::Collectives::OnDevice);
         std::vector<double> squares[2] = {std::vector<double>(count), std::vector<double>(count)};
         double losses[2] = {0, 0};
-        // The shards in reverse (as a backward hands them over), the gathers in order (as a
-        // forward reads), then the step's end.
-        std::vector<int> need(2 * count + 1);
-        for (int p = 0; p < count; ++p) {
-          need[p] = count - 1 - p;
-          need[count + p] = count + p;
-        }
-        need[2 * count] = 2 * count;
+        std::vector<int> need(count + 1);
+        for (int p = 0; p <= count; ++p)
+          need[p] = p;
         mt::UpdateQueue queue(
             [&](int p, int64_t at) {
-              if (p == 2 * count) {
+              if (p == count) {
                 double sum = 0;
                 for (double x : squares[at & 1])
                   sum += x;
@@ -140,24 +140,29 @@ int main() {
                   overlappedLoss[at] = result.loss;
                   overlappedNorm[at] = result.gradNorm;
                 }
-              } else if (p >= count) {
-                rank.gather(p - count);
               } else {
                 squares[at & 1][p] = rank.updateShard(p, overlapped[r].gradients[p].data(), at,
                                                       lrOf(at), decayOf(p));
               }
             },
-            need, /*inSequence=*/true);
+            need);
         std::mt19937 random(77 + r);
         for (int64_t at = 1; at <= kSteps; ++at) {
+          for (int p = 0; p < count; ++p) { // the forward's uploads
+            queue.waitFor(p);
+            const mt::ParameterState &parameter = overlapped[r].state->parameters[p];
+            device.member(r).allGather(parameter.master, parameter.count);
+          }
+          for (int p = count - 1; p >= 0; --p) { // the backward's offloads
+            std::vector<float> &gradient = overlapped[r].gradients[p];
+            gradient = gradientOf(r, p, at, gradient.size());
+            device.member(r).reduceScatterMean(gradient.data(),
+                                               static_cast<int64_t>(gradient.size()));
+          }
           std::vector<int> order(count);
           for (int p = 0; p < count; ++p)
             order[p] = p;
           std::shuffle(order.begin(), order.end(), random);
-          for (int p : order) { // the "forward" reads p once its last gather is done
-            queue.waitFor(count + p);
-            overlapped[r].gradients[p] = gradientOf(r, p, at, overlapped[r].weights[p].size());
-          }
           // Apart in time, so that the worker finds each step's updates partly queued.
           std::thread landing([&, order, at] {
             for (int p : order) {
@@ -167,10 +172,11 @@ int main() {
           });
           landing.join();
           losses[at & 1] = 1.0 + r + at;
-          for (int p = count; p <= 2 * count; ++p)
-            queue.push(p, at);
+          queue.push(count, at);
         }
-        queue.waitStep(kSteps, 2 * count + 1);
+        queue.waitStep(kSteps, count + 1);
+        for (int p = 0; p < count; ++p) // the final weights: every rank's shards
+          rank.gather(p);
       });
     for (std::thread &thread : threads)
       thread.join();
@@ -179,8 +185,8 @@ int main() {
   int failures = 0;
   for (int r = 0; r < kRanks; ++r)
     for (int p = 0; p < count; ++p)
-      if (overlapped[r].weights[p] != batched[r].weights[p] ||
-          overlapped[r].weights[p] != batched[0].weights[p]) {
+      if (overlapped[r].weights(p) != batched[r].weights(p) ||
+          overlapped[r].weights(p) != batched[0].weights(p)) {
         std::printf("FAIL: rank %d parameter %d differs from the batched update\n", r, p);
         ++failures;
       }
@@ -191,7 +197,8 @@ int main() {
                   batchedLoss[at], batchedNorm[at]);
       ++failures;
     }
-  std::printf("%d ranks, %d steps, gradients handed over in each rank's own order: the weights "
+  std::printf("%d ranks, %d steps, collectives on the device, gradients handed over in each "
+              "rank's own order: the weights "
               "of the batched update, bit for bit, on every rank\n",
               kRanks, kSteps);
   std::printf("mean loss %.6f and gradient norm %.6f at the last step, as batched\n",

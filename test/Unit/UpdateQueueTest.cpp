@@ -119,38 +119,6 @@ int main() {
   }
   std::printf("queued updates run oldest step first, then in the order the step reads them\n");
 
-  // In sequence, nothing runs before the update due next has come, even when later ones of
-  // this step and the next step's first have; then they run in order.
-  {
-    std::mutex guard;
-    std::vector<std::pair<int64_t, int>> ran;
-    mt::UpdateQueue sequence([&](int i, int64_t at) {
-      std::lock_guard<std::mutex> lock(guard);
-      ran.emplace_back(at, i);
-    }, {0, 1, 2, 3}, /*inSequence=*/true);
-    for (int i : {3, 1, 2})
-      sequence.push(i, 1);
-    sequence.push(0, 2);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    bool early;
-    {
-      std::lock_guard<std::mutex> lock(guard);
-      early = !ran.empty();
-    }
-    sequence.push(0, 1);
-    sequence.waitStep(1, 4);
-    sequence.waitStep(2, 1);
-    std::vector<std::pair<int64_t, int>> expected = {{1, 0}, {1, 1}, {1, 2}, {1, 3}, {2, 0}};
-    if (early || ran != expected) {
-      std::printf("FAIL: in sequence, updates ran%s in the order", early ? " early" : "");
-      for (auto [at, i] : ran)
-        std::printf(" (step %lld, parameter %d)", static_cast<long long>(at), i);
-      std::printf("\n");
-      ++failures;
-    }
-  }
-  std::printf("in sequence, updates wait for the one due and run each step in order\n");
-
   mt::UpdateQueue failing([](int i, int64_t) {
     if (i == 5)
       throw std::runtime_error("parameter 5 failed");

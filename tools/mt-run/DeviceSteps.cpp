@@ -33,12 +33,15 @@ std::string deviceName() {
 
 } // namespace
 
-DeviceSteps::DeviceSteps(const plan::Plan &plan, HostState &state, bool serialize) : plan(plan) {
+DeviceSteps::DeviceSteps(const plan::Plan &plan, HostState &state, bool serialize,
+                         cuda::DeviceCollectives *collectives)
+    : plan(plan) {
   MT_CUDA_CHECK(cudaFree(nullptr)); // the context first, so that it is not counted as ours
   baselineFree = freeDeviceBytes();
   cuda::ExecutorOptions options;
   options.serialize = serialize;
   options.timeCommands = true;
+  options.collectives = collectives;
   executor = std::make_unique<cuda::Executor>(plan, state, options);
 }
 

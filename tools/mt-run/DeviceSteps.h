@@ -18,7 +18,9 @@ using TokenInputs = std::map<std::string, std::vector<int64_t>>;
 
 class DeviceSteps {
 public:
-  DeviceSteps(const plan::Plan &plan, HostState &state, bool serialize);
+  /// `collectives`: see cuda::ExecutorOptions (null on one GPU).
+  DeviceSteps(const plan::Plan &plan, HostState &state, bool serialize,
+              cuda::DeviceCollectives *collectives = nullptr);
 
   /// The start-up table: model, parameters, memory planned and held, schedule.
   void printStartup(int64_t parameters) const;

@@ -164,7 +164,9 @@ int train(const Options &options) {
                             ? "."
                             : options.plan.substr(0, options.plan.rfind('/'));
   // The host backend reads fp32 masters directly; only a GPU needs the bf16 streaming copy.
-  HostState state(plan, /*streamCopy=*/onDevice);
+  // A rank over NCCL holds the moments of its shards only.
+  HostState state(plan, /*streamCopy=*/onDevice, std::max(0, options.processRank),
+                  std::max(1, options.processes));
   if (options.init == "random")
     state.initializeRandomly(options.seed);
   else
@@ -245,9 +247,22 @@ int train(const Options &options) {
 #ifdef MT_HAS_CUDA
   if (deviceCheck)
     return checkDevice(nextInputs(layerMajor ? micro : 1));
+  // Over NCCL the executor averages each gradient on the device before offloading this
+  // rank's shard, and gathers each weight on the device after uploading this rank's shard.
+  std::unique_ptr<cuda::NcclCommunicator> nccl;
+  int64_t ncclBytes = 0;
+  if (options.processes > 0) {
+    MT_CUDA_CHECK(cudaFree(nullptr)); // the context first, so that it is not counted as NCCL's
+    size_t before = 0, after = 0, total = 0;
+    MT_CUDA_CHECK(cudaMemGetInfo(&before, &total));
+    nccl = std::make_unique<cuda::NcclCommunicator>(
+        *static_cast<const ncclUniqueId *>(options.group), options.processRank, options.processes);
+    MT_CUDA_CHECK(cudaMemGetInfo(&after, &total));
+    ncclBytes = static_cast<int64_t>(before) - static_cast<int64_t>(after);
+  }
   std::unique_ptr<DeviceSteps> device;
   if (onDevice) {
-    device = std::make_unique<DeviceSteps>(plan, state, options.serialize);
+    device = std::make_unique<DeviceSteps>(plan, state, options.serialize, nccl.get());
     device->printStartup(parameters);
   }
 #endif
@@ -261,11 +276,9 @@ int train(const Options &options) {
                                     std::vector<double>(plan.parameters_size(), 0.0)};
   std::vector<float *> gradients(plan.parameters_size());
   bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1);
-  // Over NCCL (overlapped, `gpuRank`), a step has three kinds of updates, run in one
-  // sequence on every rank: p < P, parameter p's reduce-scatter and shard AdamW as its
-  // gradient lands; P + p, the all-gather of p's weights, in the order the next step reads
-  // them; and 2P, the loss and norm over the ranks. The last two are queued once the step
-  // has run.
+  // Over NCCL (`gpuRank`), update p < P is the AdamW of this rank's shard of parameter p,
+  // whose gradient the device averaged, and update P, queued once the step has run, the
+  // step's loss and norm over the ranks: the only collective on the host, once a step.
   std::unique_ptr<DataParallelRank> gpuRank;
   double rankLoss[2] = {0, 0};
   DataParallelRank::Result stepResults[2] = {};
@@ -279,19 +292,16 @@ int train(const Options &options) {
     double stepLr = learningRate(adamw, step, options.steps);
 #ifdef MT_HAS_CUDA
     if (gpuRank) {
-      // NCCL and its copies run on this worker thread, which must use the rank's GPU.
-      thread_local int boundDevice = -1;
-      if (boundDevice != deviceId)
-        MT_CUDA_CHECK(cudaSetDevice(deviceId));
-      boundDevice = deviceId;
-      if (p == 2 * P) {
+      if (p == P) {
+        // NCCL runs on this worker thread, which must use the rank's GPU.
+        thread_local int boundDevice = -1;
+        if (boundDevice != deviceId)
+          MT_CUDA_CHECK(cudaSetDevice(deviceId));
+        boundDevice = deviceId;
         double sum = 0;
         for (double x : squares[step & 1])
           sum += x;
         stepResults[step & 1] = gpuRank->finishStep(rankLoss[step & 1], sum);
-      } else if (p >= P) {
-        gpuRank->gather(p - P);
-        state.refreshStreamCopy(p - P);
       } else {
         squares[step & 1][p] = gpuRank->updateShard(p, gradients[p], step, stepLr, decay);
       }
@@ -321,88 +331,77 @@ int train(const Options &options) {
   ThreadGroup group(options.ranks);
   std::vector<std::unique_ptr<DataParallelRank>> ranks;
   std::vector<int> rankIds; // each local rank's place in the world
-  // Each thread rank's own weights and last gradients, as a process would hold them.
-  std::vector<std::vector<std::vector<float>>> rankWeights(options.ranks), rankGradients(options.ranks);
+  // Each thread rank's own host state (the moments of its shards) and last gradients, as a
+  // process would hold them.
+  std::vector<std::unique_ptr<HostState>> rankStates;
+  std::vector<std::vector<std::vector<float>>> rankGradients(options.ranks);
   if (options.ranks > 1) {
     for (int r = 0; r < options.ranks; ++r) {
-      std::vector<float *> own;
-      for (size_t p = 0; p < counts.size(); ++p) {
-        rankWeights[r].emplace_back(weights[p], weights[p] + counts[p]);
-        own.push_back(rankWeights[r].back().data());
-      }
+      rankStates.push_back(std::make_unique<HostState>(plan, false, r, options.ranks));
+      for (int p = 0; p < plan.parameters_size(); ++p)
+        std::copy(weights[p], weights[p] + counts[p], rankStates[r]->parameters[p].master);
       auto backward = [&, r](const DataParallelRank::Inputs &inputs,
                              std::vector<float *> &gradients) {
-        std::vector<const float *> current(rankWeights[r].size());
-        for (size_t p = 0; p < current.size(); ++p)
-          current[p] = rankWeights[r][p].data();
+        std::vector<const float *> current;
+        for (const ParameterState &parameter : rankStates[r]->parameters)
+          current.push_back(parameter.master);
         host::StepResult<float> result = executor.run(current, inputs);
         rankGradients[r] = std::move(result.gradients);
         for (size_t p = 0; p < gradients.size(); ++p)
           gradients[p] = rankGradients[r][p].data();
         return result.loss;
       };
-      ranks.push_back(std::make_unique<DataParallelRank>(plan, group.member(r), own, backward));
+      ranks.push_back(
+          std::make_unique<DataParallelRank>(*rankStates[r], group.member(r), backward));
       rankIds.push_back(r);
     }
-    std::printf("data parallel | %d ranks | %.1f MiB of optimizer state on rank 0 (of %.1f MiB "
-                "unsharded)\n",
-                options.ranks, ranks[0]->stateBytes() / 1048576.0, 12.0 * parameters / 1048576.0);
+    std::printf("data parallel | %d ranks | host state %.2f MiB on rank 0 (%.2f MiB on one "
+                "rank)\n",
+                options.ranks, rankStates[0]->bytes() / 1048576.0, state.bytes() / 1048576.0);
   }
 #ifdef MT_HAS_CUDA
-  std::unique_ptr<cuda::NcclCommunicator> nccl;
-  if (options.processes > 0) {
-    nccl = std::make_unique<cuda::NcclCommunicator>(
-        *static_cast<const ncclUniqueId *>(options.group), options.processRank, options.processes);
-    nccl->useHostMemory(&device->pinnedMemory());
-    double stagingMiB =
-        nccl->reserve(counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end())) /
-        1048576.0;
-    std::vector<float *> own;
-    for (ParameterState &parameter : state.parameters)
-      own.push_back(parameter.master);
+  // The NCCL rank, overlapped (gpuRank) or not (in `ranks`), for the final gather.
+  DataParallelRank *ncclRank = nullptr;
+  if (nccl) {
+    MT_CUDA_CHECK(cudaGetDevice(&deviceId));
     auto backward = [&](const DataParallelRank::Inputs &inputs, std::vector<float *> &gradients) {
+      MT_CUDA_CHECK(cudaSetDevice(deviceId)); // a thread of the step loop's
       double loss = device->run(inputs);
       for (size_t p = 0; p < gradients.size(); ++p)
         gradients[p] = device->gradient(static_cast<int>(p));
       return loss;
     };
-    auto rank = std::make_unique<DataParallelRank>(plan, *nccl, own, backward,
-                                                   [&] { state.refreshStreamCopies(); });
-    std::printf("data parallel | %d GPUs over NCCL | %.1f MiB of optimizer state on rank 0 | "
-                "%s | staging %.1f MiB of device memory beside the plan's\n",
-                options.processes, rank->stateBytes() / 1048576.0,
-                overlapped ? "collectives per parameter as gradients land"
-                           : "collectives after the step",
-                stagingMiB);
+    auto rank = std::make_unique<DataParallelRank>(state, *nccl, backward,
+                                                   DataParallelRank::Collectives::OnDevice);
+    ncclRank = rank.get();
+    std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (the moments "
+                "of its shards) | gradients averaged and weights gathered on the device, a "
+                "shard of each over PCIe | %s | NCCL holds %.1f MiB of device memory beside "
+                "the plan's\n",
+                options.processes, state.bytes() / 1048576.0,
+                overlapped ? "shard updates as gradients land" : "shard updates after the step",
+                ncclBytes / 1048576.0);
     if (overlapped) {
       gpuRank = std::move(rank);
-      MT_CUDA_CHECK(cudaGetDevice(&deviceId));
     } else {
       ranks.push_back(std::move(rank));
       rankIds.push_back(options.processRank);
     }
   }
-  // Overlapped updates: on one GPU in the order the next step reads the parameters; over
-  // NCCL strictly in one sequence on every rank: the shards as the gradients land, then the
-  // gathers as the next step reads, then the step's end. The next step waits for what it
-  // reads: the update, or over NCCL the gather.
+  // Overlapped updates run in the order the next step reads the parameters, which waits for
+  // the update of each parameter it is about to upload. Over NCCL the step's end comes last.
   if (overlapped) {
     std::vector<int> order = device->readOrder();
-    if (gpuRank) {
-      std::vector<int> gathers = order;
-      order = device->gradientOrder();
-      for (int p : gathers)
-        order.push_back(P + p);
-      order.push_back(2 * P);
-    }
+    if (gpuRank)
+      order.push_back(P);
     std::vector<int> need(order.size());
     for (size_t place = 0; place < order.size(); ++place)
       need[order[place]] = static_cast<int>(place);
-    updates = std::make_unique<UpdateQueue>(update, need, /*inSequence=*/gpuRank != nullptr);
+    updates = std::make_unique<UpdateQueue>(update, need);
     for (int p = 0; p < P; ++p)
       gradients[p] = device->gradient(p);
     device->onGradient([&](int p) { updates->push(p, currentStep); });
-    device->awaitParameter([&](int p) { updates->waitFor(gpuRank ? P + p : p); });
+    device->awaitParameter([&](int p) { updates->waitFor(p); });
   }
 #endif
   // A step's line and metrics. Its time runs to the next step's start: with overlapped
@@ -435,7 +434,7 @@ int train(const Options &options) {
   // The overlapped step whose updates may still run, and its record once they all have.
   StepRecord last{};
   auto finishUpdates = [&](int64_t step) {
-    updates->waitStep(step, gpuRank ? 2 * P + 1 : P);
+    updates->waitStep(step, gpuRank ? P + 1 : P);
     if (gpuRank) {
       last.loss = stepResults[step & 1].loss;
       last.gradNorm = stepResults[step & 1].gradNorm;
@@ -498,8 +497,7 @@ int train(const Options &options) {
           loss += device->run(inputs) / runs;
           if (gpuRank) {
             rankLoss[step & 1] = loss;
-            for (int p = P; p <= 2 * P; ++p)
-              updates->push(p, step);
+            updates->push(P, step);
           }
           if (!updates) // the overlapped updates read these pointers, set once before
             for (int p = 0; p < plan.parameters_size(); ++p)
@@ -561,13 +559,13 @@ int train(const Options &options) {
       report(finishUpdates(options.steps), std::chrono::steady_clock::now());
   } catch (...) {
     // The device's gradient callbacks end first, then the updates, which read the device's
-    // pinned gradients and, over NCCL, wait in collectives (aborted: a peer may be gone);
-    // the device goes last.
+    // pinned gradients; the device goes last. Over NCCL the device's collectives and the
+    // updates' may wait for a peer that is gone: aborting them first lets both end.
 #ifdef MT_HAS_CUDA
+    if (nccl)
+      nccl->abort();
     if (device)
       device->drain();
-    if (nccl && gpuRank)
-      nccl->abort();
 #endif
     updates.reset();
 #ifdef MT_HAS_CUDA
@@ -577,7 +575,18 @@ int train(const Options &options) {
   }
   if (options.ranks > 1) // every rank holds the same gathered weights
     for (int p = 0; p < plan.parameters_size(); ++p)
-      std::copy(rankWeights[0][p].begin(), rankWeights[0][p].end(), state.parameters[p].master);
+      std::copy(rankStates[0]->parameters[p].master,
+                rankStates[0]->parameters[p].master + counts[p], state.parameters[p].master);
+#ifdef MT_HAS_CUDA
+  // A rank over NCCL holds its shards of the final masters; the device is freed first, so
+  // that the gathers' staging fits beside nothing of the plan's.
+  if (ncclRank) {
+    updates.reset();
+    device.reset();
+    for (int p = 0; p < plan.parameters_size(); ++p)
+      ncclRank->gather(p);
+  }
+#endif
   if (!options.saveWeights.empty() && options.processRank <= 0) {
     std::vector<NamedTensor> tensors;
     for (int p = 0; p < plan.parameters_size(); ++p) {
