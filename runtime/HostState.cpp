@@ -43,7 +43,9 @@ std::vector<int64_t> layerOfParameters(const plan::Plan &plan) {
 
 } // namespace
 
-HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int ranks) : plan(plan) {
+HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int ranks,
+                     Masters masters)
+    : plan(plan) {
   std::vector<int64_t> layers = layerOfParameters(plan);
   parameters.resize(plan.parameters_size());
   std::vector<int64_t> order;
@@ -51,6 +53,8 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     parameters[p].count = numElements(plan.parameters(p).type());
     parameters[p].layer = layers[p];
     parameters[p].owned = shardOf(parameters[p].count, rank, ranks);
+    parameters[p].held =
+        masters == Masters::Sharded ? parameters[p].owned : Shard{0, parameters[p].count};
     order.push_back(p);
   }
   std::stable_sort(order.begin(), order.end(),
@@ -60,7 +64,7 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     size_t last = first;
     int64_t elements = 0, owned = 0;
     for (; last < order.size() && layers[order[last]] == layers[order[first]]; ++last) {
-      elements += parameters[order[last]].count;
+      elements += parameters[order[last]].held.size();
       owned += parameters[order[last]].owned.size();
     }
     int64_t bytes = elements * (4 + (streamCopy ? 2 : 0)) + owned * 8;
@@ -83,7 +87,7 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
       state.firstMoment = firstMoment + ownedOffset;
       state.secondMoment = secondMoment + ownedOffset;
       state.streamCopy = copy ? copy + offset : nullptr;
-      offset += state.count;
+      offset += state.held.size();
       ownedOffset += state.owned.size();
     }
     first = last;
@@ -109,16 +113,17 @@ void HostState::loadInitialWeights(const std::string &planDir) {
                                                        : planDir + "/" + parameter.file();
     plan::DType dtype = parameter.type().dtype();
     int64_t count = parameters[p].count, width = bytesPerElement(dtype);
+    Shard held = parameters[p].held;
     float *master = parameters[p].master;
-    std::string bytes(count * width, '\0');
+    std::string bytes(held.size() * width, '\0');
     std::ifstream in(path, std::ios::binary);
-    in.seekg(parameter.offset());
+    in.seekg(parameter.offset() + held.begin * width);
     in.read(bytes.data(), bytes.size());
     if (!in || parameter.length() != count * width)
       throw std::runtime_error("parameter " + parameter.name() + ": cannot read " +
                                std::to_string(count * width) + " bytes at offset " +
                                std::to_string(parameter.offset()) + " of " + path);
-    for (int64_t i = 0; i < count; ++i)
+    for (int64_t i = 0; i < held.size(); ++i)
       master[i] = static_cast<float>(decodeReal(bytes.data() + i * width, dtype));
   }
 }
@@ -130,8 +135,13 @@ void HostState::initializeRandomly(uint64_t seed) {
     const std::string &name = plan.parameters(p).name();
     bool isVector = plan.parameters(p).type().shape_size() == 1;
     bool isBias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
-    for (int64_t i = 0; i < parameters[p].count; ++i)
-      parameters[p].master[i] = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
+    // Every rank draws every element, in one order, and keeps those it holds.
+    Shard held = parameters[p].held;
+    for (int64_t i = 0; i < parameters[p].count; ++i) {
+      float x = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
+      if (i >= held.begin && i < held.end)
+        parameters[p].master[i - held.begin] = x;
+    }
   }
 }
 
@@ -145,8 +155,9 @@ void HostState::refreshStreamCopy(int p) {
   if (!parameter.streamCopy)
     return;
   constexpr int64_t kChunk = 1 << 16;
-  runParallel((parameter.count + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk, end = std::min(parameter.count, (c + 1) * kChunk); i < end; ++i)
+  int64_t count = parameter.held.size();
+  runParallel((count + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk, end = std::min(count, (c + 1) * kChunk); i < end; ++i)
       parameter.streamCopy[i] = toBfloat16(parameter.master[i]);
   });
 }

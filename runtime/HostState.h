@@ -14,20 +14,21 @@
 
 namespace mt {
 
-/// One parameter's arrays: the master and its bf16 copy of `count` elements, the moments of
-/// the elements `owned` (all of them, unless the state is one data-parallel rank's).
+/// One parameter's arrays: the masters and bf16 copies of the elements `held`, the moments
+/// of the elements `owned`. Both are all `count` elements unless the state is one
+/// data-parallel rank's, whose shard is `owned`.
 struct ParameterState {
-  float *master = nullptr;
-  float *firstMoment = nullptr, *secondMoment = nullptr; // of owned.begin onwards
-  uint16_t *streamCopy = nullptr; // bf16; null when the state keeps none
+  float *master = nullptr;                               // element held.begin onwards
+  float *firstMoment = nullptr, *secondMoment = nullptr; // element owned.begin onwards
+  uint16_t *streamCopy = nullptr; // bf16, like master; null when the state keeps none
   int64_t count = 0;
-  Shard owned;
+  Shard held, owned;
   int64_t layer = -1; // the layer whose prefetch streams it; -1 for prologue and epilogue
 };
 
-/// One layer's block of host memory: its masters, then its (owned) first moments, its second
-/// moments and its bf16 copies, each contiguous, on pages of its own. The CUDA backend pins
-/// blocks in chunks.
+/// One layer's block of host memory: its (held) masters, then its (owned) first moments, its
+/// second moments and its (held) bf16 copies, each contiguous, on pages of its own. The CUDA
+/// backend pins blocks in chunks.
 struct LayerBlock {
   int64_t layer;
   char *begin;
@@ -36,19 +37,26 @@ struct LayerBlock {
 
 class HostState {
 public:
+  /// What a data-parallel rank's state holds besides the moments of its shards: every
+  /// master and bf16 copy (the host backend computes with them), or its shards' alone (the
+  /// device gathers the rest), 14 / ranks bytes a parameter with bf16 copies.
+  enum class Masters { Replicated, Sharded };
+
   /// Lays out every plan parameter; with `streamCopy`, also a bf16 copy of each (the 2 bytes
   /// that make 14 bytes a parameter instead of 12). As rank `rank` of `ranks` data-parallel
   /// ranks, the state holds the AdamW moments of the rank's shard (shardOf) of each
-  /// parameter only: 6 + 8 / ranks bytes a parameter with bf16 copies.
-  HostState(const plan::Plan &plan, bool streamCopy, int rank = 0, int ranks = 1);
+  /// parameter only, and its masters as `masters` says.
+  HostState(const plan::Plan &plan, bool streamCopy, int rank = 0, int ranks = 1,
+            Masters masters = Masters::Replicated);
 
-  /// Initial weights from the files the plan names (relative to `planDir`), converted to fp32.
-  /// Throws naming the parameter and file when bytes are missing.
+  /// Initial weights from the files the plan names (relative to `planDir`), converted to fp32:
+  /// the elements held. Throws naming the parameter and file when bytes are missing.
   void loadInitialWeights(const std::string &planDir);
   /// Weights drawn from N(0, 0.02) for matrices, ones for vectors (norm weights) except
-  /// biases (names ending in "bias"), which start at zero.
+  /// biases (names ending in "bias"), which start at zero: the elements held, the same on
+  /// every rank.
   void initializeRandomly(uint64_t seed);
-  /// Rounds every master into its bf16 copy (AdamW keeps them current after that).
+  /// Rounds every held master into its bf16 copy (AdamW keeps them current after that).
   void refreshStreamCopies();
   /// The same for parameter p alone.
   void refreshStreamCopy(int p);

@@ -101,9 +101,20 @@ void Executor::build() {
   if (stepProgram.commands_size() == 0 || stepProgram.commands(0).stream().empty())
     throw CudaError("the CUDA backend runs scheduled plans; compile with mtc -o PLAN.mtp "
                     "(scheduling is on by default)");
-  for (const ParameterState &parameter : state.parameters)
+  for (size_t p = 0; p < state.parameters.size(); ++p) {
+    const ParameterState &parameter = state.parameters[p];
     if (!parameter.streamCopy)
       throw CudaError("the host state keeps no bf16 copies for the device to stream");
+    // Each rank uploads what it holds of its own shard, or everything on one GPU.
+    const DeviceCollectives *collectives = options.collectives;
+    Shard upload = shardOf(parameter.count, collectives ? collectives->rank() : 0,
+                           collectives ? collectives->size() : 1);
+    if (upload.begin < parameter.held.begin || upload.end > parameter.held.end)
+      throw CudaError("the host state holds elements [" + std::to_string(parameter.held.begin) +
+                      ", " + std::to_string(parameter.held.end) + ") of " +
+                      plan.parameters(p).name() + ", but the step uploads [" +
+                      std::to_string(upload.begin) + ", " + std::to_string(upload.end) + ")");
+  }
 
   // Constants of the step and of every template go to one pool, uploaded once.
   std::string constants;
@@ -526,8 +537,8 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
                               collectives ? collectives->size() : 1);
         int64_t width = widthOf(to.storage);
         pinned->copy(static_cast<char *>(to.data) + shard.begin * width,
-                     static_cast<char *>(from) + shard.begin * width, shard.size() * width,
-                     cudaMemcpyHostToDevice, stream);
+                     static_cast<char *>(from) + (shard.begin - parameter.held.begin) * width,
+                     shard.size() * width, cudaMemcpyHostToDevice, stream);
         measures.copiedBytes[0] += shard.size() * width;
         if (collectives)
           collectives->gather(to.data, to.size(), static_cast<int>(width), stream);

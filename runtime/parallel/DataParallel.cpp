@@ -4,6 +4,7 @@
 
 #include "runtime/AdamW.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,10 @@ DataParallelRank::DataParallelRank(HostState &state, Communicator &communicator,
       throw std::invalid_argument("the host state of " + state.plan.parameters(p).name() +
                                   " is not rank " + std::to_string(communicator.rank()) +
                                   "'s of " + std::to_string(communicator.size()));
+    if (collectives == Collectives::OnHost && parameter.held.size() != parameter.count)
+      throw std::invalid_argument("collectives on the host gather every master: the host "
+                                  "state of " + state.plan.parameters(p).name() +
+                                  " holds a shard of them");
   }
 }
 
@@ -39,10 +44,10 @@ double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step,
   if (clip != 1.0f)
     for (int64_t i = 0; i < shard.size(); ++i)
       own[i] *= clip;
-  return adamwUpdate(parameter.master + shard.begin, parameter.firstMoment,
-                     parameter.secondMoment, own, shard.size(), lr, decay,
-                     state.plan.optimizer(), step,
-                     parameter.streamCopy ? parameter.streamCopy + shard.begin : nullptr);
+  int64_t at = shard.begin - parameter.held.begin;
+  return adamwUpdate(parameter.master + at, parameter.firstMoment, parameter.secondMoment, own,
+                     shard.size(), lr, decay, state.plan.optimizer(), step,
+                     parameter.streamCopy ? parameter.streamCopy + at : nullptr);
 }
 
 double DataParallelRank::updateShard(int p, float *gradient, int64_t step, double lr,
@@ -55,6 +60,15 @@ double DataParallelRank::updateShard(int p, float *gradient, int64_t step, doubl
 void DataParallelRank::gather(int p) {
   communicator.allGather(state.parameters[p].master, state.parameters[p].count);
   state.refreshStreamCopy(p);
+}
+
+std::vector<float> DataParallelRank::gathered(int p) {
+  const ParameterState &parameter = state.parameters[p];
+  std::vector<float> weights(parameter.count);
+  const float *own = parameter.master + (parameter.owned.begin - parameter.held.begin);
+  std::copy(own, own + parameter.owned.size(), weights.begin() + parameter.owned.begin);
+  communicator.allGather(weights.data(), parameter.count);
+  return weights;
 }
 
 DataParallelRank::Result DataParallelRank::finishStep(double loss, double squares) {

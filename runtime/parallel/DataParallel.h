@@ -2,8 +2,8 @@
 // the step on its own batch with full weights, the gradients are averaged over the ranks and
 // scattered so that each rank holds the mean of its shard of every parameter, the rank
 // updates the fp32 masters and AdamW moments of that shard only (its host state holds the
-// moments of its shards alone), and the updated shards are gathered into every rank's
-// weights for the next step.
+// moments of its shards alone, and with the collectives on the device its masters too), and
+// the updated shards are gathered into every rank's weights for the next step.
 #ifndef MT_RUNTIME_PARALLEL_DATAPARALLEL_H
 #define MT_RUNTIME_PARALLEL_DATAPARALLEL_H
 
@@ -32,9 +32,10 @@ public:
   enum class Collectives { OnHost, OnDevice };
 
   /// `state` is this rank's (HostState(plan, ..., rank, ranks)): the masters, the same on
-  /// every rank at the start, and the moments of the rank's shards. After each step the
-  /// masters are the gathered updated weights (OnDevice: this rank's shards, the rest once
-  /// gather has run), and the state's bf16 copies, where it keeps them, follow the masters.
+  /// every rank at the start, and the moments of the rank's shards; OnHost, its masters are
+  /// replicated. After each step the masters are the gathered updated weights (OnDevice:
+  /// this rank's shards are updated, the rest is the device's to gather), and the state's
+  /// bf16 copies, where it keeps them, follow the masters.
   DataParallelRank(HostState &state, Communicator &communicator, Backward backward,
                    Collectives collectives = Collectives::OnHost);
 
@@ -51,9 +52,8 @@ public:
   /// every rank. updateShard: p's reduce-scatter (OnHost, a collective) and its shard's
   /// AdamW; returns the squared norm of this rank's shard of the mean gradient.
   double updateShard(int p, float *gradient, int64_t step, double lr, double decay);
-  /// The all-gather of p's updated weights into the masters, in host memory (OnDevice, for
-  /// the final weights).
-  void gather(int p);
+  /// p's weights from every rank's shard of the masters (a collective): the final weights.
+  std::vector<float> gathered(int p);
   /// The step's mean loss over the ranks and its gradient norm, from this rank's loss and the
   /// sum of its updateShard results.
   Result finishStep(double loss, double squares);
@@ -65,6 +65,8 @@ private:
   /// AdamW of this rank's shard of p from its mean gradient (scaled by `clip`); returns the
   /// squared norm of the shard's gradient as used.
   double apply(int p, float *gradient, float clip, int64_t step, double lr, double decay);
+  /// The all-gather of p's updated weights into the replicated masters and bf16 copies.
+  void gather(int p);
 
   HostState &state;
   Communicator &communicator;

@@ -75,13 +75,17 @@ struct Trained {
   std::vector<std::vector<float>> masters; // the final weights
 };
 
-/// Trains `plan` as rank `rank` of `ranks` from random weights, each rank taking its batch
-/// of the world's from the token stream in rank order. With `devices`, the executor runs the
-/// collectives on the device; without, `host` runs them (a group of one: none).
+/// Trains `plan` as rank `rank` of `ranks` from its initial weights (files named from the
+/// working directory; a rank holding shards reads its shards of them), each rank taking its
+/// batch of the world's from the token stream in rank order. With `devices`, the executor
+/// runs the collectives on the device; without, `host` runs them (a group of one: none).
 Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, int ranks,
               mt::Communicator *devices, mt::Communicator &host) {
-  mt::HostState state(plan, /*streamCopy=*/true, host.rank(), host.size());
-  state.initializeRandomly(1);
+  // With the collectives on the device a rank holds its shards alone.
+  mt::HostState state(plan, /*streamCopy=*/true, host.rank(), host.size(),
+                      devices ? mt::HostState::Masters::Sharded
+                              : mt::HostState::Masters::Replicated);
+  state.loadInitialWeights(".");
   state.refreshStreamCopies();
   std::unique_ptr<HostRelay> relay = devices ? std::make_unique<HostRelay>(*devices) : nullptr;
   mt::cuda::ExecutorOptions options;
@@ -113,11 +117,8 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
     double lr = mt::learningRate(plan.optimizer(), step, kSteps);
     trained.losses.push_back(dataParallel.step(inputs, step, lr, noDecay).loss);
   }
-  if (devices)
-    for (int p = 0; p < plan.parameters_size(); ++p)
-      dataParallel.gather(p);
-  for (const mt::ParameterState &parameter : state.parameters)
-    trained.masters.emplace_back(parameter.master, parameter.master + parameter.count);
+  for (int p = 0; p < plan.parameters_size(); ++p)
+    trained.masters.push_back(dataParallel.gathered(p));
   return trained;
 }
 
@@ -177,6 +178,15 @@ int main(int argc, char **argv) {
   }
   try {
     mt::plan::Plan rankPlan = mt::loadPlan(argv[1]), batchedPlan = mt::loadPlan(argv[2]);
+    // The weight files the plans name are beside them.
+    for (auto [plan, path] : {std::pair{&rankPlan, std::string(argv[1])},
+                              std::pair{&batchedPlan, std::string(argv[2])}}) {
+      std::string folder =
+          path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+      for (mt::plan::Parameter &parameter : *plan->mutable_parameters())
+        if (!parameter.file().empty() && parameter.file().front() != '/')
+          parameter.set_file(folder + "/" + parameter.file());
+    }
     // Steps large enough that ranks which do not share their gradients drift apart, clipped
     // by the norm over every rank's shards.
     for (mt::plan::Plan *plan : {&rankPlan, &batchedPlan}) {

@@ -36,33 +36,36 @@ mt::plan::Plan makePlan() {
   return plan;
 }
 
-/// Rank r's gradient of parameter p at step s: fixed random values.
-std::vector<float> gradientOf(int r, int p, int64_t s, int64_t size) {
+/// Rank r's gradient of parameter p at step s from the weights the step read: fixed random
+/// values and half the weights, so that stale weights change it.
+std::vector<float> gradientOf(int r, int p, int64_t s, const float *weights, int64_t size) {
   std::mt19937 random(static_cast<uint32_t>(1000 * r + 100 * p + s));
   std::normal_distribution<float> normal(0.0f, 0.1f);
   std::vector<float> g(size);
-  for (float &x : g)
-    x = normal(random);
+  for (int64_t i = 0; i < size; ++i)
+    g[i] = normal(random) + 0.5f * weights[i];
   return g;
 }
 
 /// A rank's host state (the moments of its shards) and last gradients.
 struct Rank {
   std::unique_ptr<mt::HostState> state;
-  std::vector<std::vector<float>> gradients;
+  std::vector<std::vector<float>> gradients, final;
   std::vector<float> weights(int p) const {
     const mt::ParameterState &parameter = state->parameters[p];
     return {parameter.master, parameter.master + parameter.count};
   }
 };
 
-std::vector<Rank> startRanks(const mt::plan::Plan &plan) {
+/// The starting weights are sin(0.01 (i + count)) at element i.
+std::vector<Rank> startRanks(const mt::plan::Plan &plan, mt::HostState::Masters masters) {
   std::vector<Rank> ranks(kRanks);
   for (int r = 0; r < kRanks; ++r) {
-    ranks[r].state = std::make_unique<mt::HostState>(plan, false, r, kRanks);
+    ranks[r].state = std::make_unique<mt::HostState>(plan, false, r, kRanks, masters);
     for (mt::ParameterState &parameter : ranks[r].state->parameters) {
-      for (int64_t i = 0; i < parameter.count; ++i)
-        parameter.master[i] = std::sin(0.01f * static_cast<float>(i + parameter.count));
+      for (int64_t i = parameter.held.begin; i < parameter.held.end; ++i)
+        parameter.master[i - parameter.held.begin] =
+            std::sin(0.01f * static_cast<float>(i + parameter.count));
       ranks[r].gradients.emplace_back(parameter.count);
     }
   }
@@ -81,7 +84,7 @@ int main() {
   };
 
   // The reference: every rank's whole backward, then its collectives and updates.
-  std::vector<Rank> batched = startRanks(plan);
+  std::vector<Rank> batched = startRanks(plan, mt::HostState::Masters::Replicated);
   std::vector<double> batchedLoss(kSteps + 1), batchedNorm(kSteps + 1);
   {
     mt::ThreadGroup group(kRanks);
@@ -91,7 +94,8 @@ int main() {
         int64_t at = 0;
         auto backward = [&](const mt::DataParallelRank::Inputs &, std::vector<float *> &out) {
           for (int p = 0; p < count; ++p) {
-            batched[r].gradients[p] = gradientOf(r, p, at, batched[r].gradients[p].size());
+            const mt::ParameterState &parameter = batched[r].state->parameters[p];
+            batched[r].gradients[p] = gradientOf(r, p, at, parameter.master, parameter.count);
             out[p] = batched[r].gradients[p].data();
           }
           return 1.0 + r + at;
@@ -115,7 +119,8 @@ int main() {
   // are no collectives, in the order the next step reads the weights, then the step's end;
   // the next step's upload of each weight waits for its update, then the "device" gathers it.
   // The device's collectives and the host's have groups of their own, as NCCL communicators.
-  std::vector<Rank> overlapped = startRanks(plan);
+  // Each rank's host state holds its shards alone; its "device" holds the full weights.
+  std::vector<Rank> overlapped = startRanks(plan, mt::HostState::Masters::Sharded);
   std::vector<double> overlappedLoss(kSteps + 1), overlappedNorm(kSteps + 1);
   {
     mt::ThreadGroup device(kRanks), host(kRanks);
@@ -126,6 +131,7 @@ int main() {
                                   mt::DataParallelRank::Collectives::OnDevice);
         std::vector<double> squares[2] = {std::vector<double>(count), std::vector<double>(count)};
         double losses[2] = {0, 0};
+        std::vector<std::vector<float>> onDevice(count);
         std::vector<int> need(count + 1);
         for (int p = 0; p <= count; ++p)
           need[p] = p;
@@ -148,14 +154,17 @@ int main() {
             need);
         std::mt19937 random(77 + r);
         for (int64_t at = 1; at <= kSteps; ++at) {
-          for (int p = 0; p < count; ++p) { // the forward's uploads
+          for (int p = 0; p < count; ++p) { // the forward's uploads: the shard, then a gather
             queue.waitFor(p);
             const mt::ParameterState &parameter = overlapped[r].state->parameters[p];
-            device.member(r).allGather(parameter.master, parameter.count);
+            onDevice[p].resize(parameter.count);
+            std::copy(parameter.master, parameter.master + parameter.held.size(),
+                      onDevice[p].begin() + parameter.held.begin);
+            device.member(r).allGather(onDevice[p].data(), parameter.count);
           }
           for (int p = count - 1; p >= 0; --p) { // the backward's offloads
             std::vector<float> &gradient = overlapped[r].gradients[p];
-            gradient = gradientOf(r, p, at, gradient.size());
+            gradient = gradientOf(r, p, at, onDevice[p].data(), gradient.size());
             device.member(r).reduceScatterMean(gradient.data(),
                                                static_cast<int64_t>(gradient.size()));
           }
@@ -176,7 +185,7 @@ int main() {
         }
         queue.waitStep(kSteps, count + 1);
         for (int p = 0; p < count; ++p) // the final weights: every rank's shards
-          rank.gather(p);
+          overlapped[r].final.push_back(rank.gathered(p));
       });
     for (std::thread &thread : threads)
       thread.join();
@@ -185,8 +194,8 @@ int main() {
   int failures = 0;
   for (int r = 0; r < kRanks; ++r)
     for (int p = 0; p < count; ++p)
-      if (overlapped[r].weights(p) != batched[r].weights(p) ||
-          overlapped[r].weights(p) != batched[0].weights(p)) {
+      if (overlapped[r].final[p] != batched[r].weights(p) ||
+          overlapped[r].final[p] != batched[0].weights(p)) {
         std::printf("FAIL: rank %d parameter %d differs from the batched update\n", r, p);
         ++failures;
       }
@@ -203,5 +212,30 @@ int main() {
               kRanks, kSteps);
   std::printf("mean loss %.6f and gradient norm %.6f at the last step, as batched\n",
               overlappedLoss[kSteps], overlappedNorm[kSteps]);
+
+  // A rank's sharded host state draws the random weights every rank draws, keeping its shard.
+  mt::HostState whole(plan, true);
+  whole.initializeRandomly(7);
+  int64_t shardedBytes = 0;
+  for (int r = 0; r < kRanks; ++r) {
+    mt::HostState shard(plan, true, r, kRanks, mt::HostState::Masters::Sharded);
+    shard.initializeRandomly(7);
+    shardedBytes += shard.bytes();
+    for (int p = 0; p < count; ++p) {
+      const mt::ParameterState &mine = shard.parameters[p], &all = whole.parameters[p];
+      if (!std::equal(mine.master, mine.master + mine.held.size(), all.master + mine.held.begin)) {
+        std::printf("FAIL: rank %d's shard of parameter %d starts from other weights\n", r, p);
+        ++failures;
+      }
+    }
+  }
+  if (shardedBytes != whole.bytes()) {
+    std::printf("FAIL: the ranks' sharded host states hold %lld bytes, one rank's %lld\n",
+                static_cast<long long>(shardedBytes), static_cast<long long>(whole.bytes()));
+    ++failures;
+  }
+  std::printf("sharded host states: every rank's shard of the random weights; %lld bytes on %d "
+              "ranks, %lld on one\n",
+              static_cast<long long>(shardedBytes), kRanks, static_cast<long long>(whole.bytes()));
   return failures == 0 ? 0 : 1;
 }

@@ -164,9 +164,9 @@ int train(const Options &options) {
                             ? "."
                             : options.plan.substr(0, options.plan.rfind('/'));
   // The host backend reads fp32 masters directly; only a GPU needs the bf16 streaming copy.
-  // A rank over NCCL holds the moments of its shards only.
+  // A rank over NCCL holds its shards alone: the device gathers the rest of the weights.
   HostState state(plan, /*streamCopy=*/onDevice, std::max(0, options.processRank),
-                  std::max(1, options.processes));
+                  std::max(1, options.processes), HostState::Masters::Sharded);
   if (options.init == "random")
     state.initializeRandomly(options.seed);
   else
@@ -374,8 +374,8 @@ int train(const Options &options) {
     auto rank = std::make_unique<DataParallelRank>(state, *nccl, backward,
                                                    DataParallelRank::Collectives::OnDevice);
     ncclRank = rank.get();
-    std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (the moments "
-                "of its shards) | gradients averaged and weights gathered on the device, a "
+    std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (its "
+                "shards) | gradients averaged and weights gathered on the device, a "
                 "shard of each over PCIe | %s | NCCL holds %.1f MiB of device memory beside "
                 "the plan's\n",
                 options.processes, state.bytes() / 1048576.0,
@@ -577,23 +577,31 @@ int train(const Options &options) {
     for (int p = 0; p < plan.parameters_size(); ++p)
       std::copy(rankStates[0]->parameters[p].master,
                 rankStates[0]->parameters[p].master + counts[p], state.parameters[p].master);
+  if (options.saveWeights.empty())
+    return 0;
+  std::vector<const float *> finalWeights;
+  for (const ParameterState &parameter : state.parameters)
+    finalWeights.push_back(parameter.master);
+  std::vector<std::vector<float>> gathered;
 #ifdef MT_HAS_CUDA
-  // A rank over NCCL holds its shards of the final masters; the device is freed first, so
-  // that the gathers' staging fits beside nothing of the plan's.
+  // A rank over NCCL holds its shards of the masters: every rank gathers (collectives), after
+  // the device is freed, so that the gathers' staging fits beside nothing of the plan's.
   if (ncclRank) {
     updates.reset();
     device.reset();
-    for (int p = 0; p < plan.parameters_size(); ++p)
-      ncclRank->gather(p);
+    for (int p = 0; p < plan.parameters_size(); ++p) {
+      gathered.push_back(ncclRank->gathered(p));
+      finalWeights[p] = gathered.back().data();
+    }
   }
 #endif
-  if (!options.saveWeights.empty() && options.processRank <= 0) {
+  if (options.processRank <= 0) {
     std::vector<NamedTensor> tensors;
     for (int p = 0; p < plan.parameters_size(); ++p) {
       const plan::Parameter &parameter = plan.parameters(p);
       tensors.push_back({parameter.name(),
                          {parameter.type().shape().begin(), parameter.type().shape().end()},
-                         state.parameters[p].master});
+                         finalWeights[p]});
     }
     writeSafetensors(options.saveWeights, tensors);
   }
