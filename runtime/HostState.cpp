@@ -121,8 +121,11 @@ void HostState::loadInitialWeights(const std::string &planDir) {
     in.read(bytes.data(), bytes.size());
     if (!in || parameter.length() != count * width)
       throw std::runtime_error("parameter " + parameter.name() + ": cannot read " +
-                               std::to_string(count * width) + " bytes at offset " +
-                               std::to_string(parameter.offset()) + " of " + path);
+                               std::to_string(held.size() * width) + " bytes at offset " +
+                               std::to_string(parameter.offset() + held.begin * width) +
+                               " of " + path + " (" + std::to_string(count * width) +
+                               " bytes from offset " + std::to_string(parameter.offset()) +
+                               " hold it)");
     for (int64_t i = 0; i < held.size(); ++i)
       master[i] = static_cast<float>(decodeReal(bytes.data() + i * width, dtype));
   }

@@ -15,8 +15,9 @@
 namespace mt {
 
 /// One parameter's arrays: the masters and bf16 copies of the elements `held`, the moments
-/// of the elements `owned`. Both are all `count` elements unless the state is one
-/// data-parallel rank's, whose shard is `owned`.
+/// of the elements `owned`. Owned is all `count` elements unless the state is one
+/// data-parallel rank's, whose shard it is; held is all of them, or the shard when the
+/// rank's masters are sharded.
 struct ParameterState {
   float *master = nullptr;                               // element held.begin onwards
   float *firstMoment = nullptr, *secondMoment = nullptr; // element owned.begin onwards

@@ -2,7 +2,8 @@
 # The GPU suite and the benchmarks in one call on the device machine. It builds nothing: the
 # binaries and plans are made here first (scripts/setup.sh, then scripts/make_device_plans.sh)
 # and carried:
-#   device run: scripts/device-suite.sh   carry: build/tools/mt-run build/test/mt-gpu-* build/device
+#   device run: scripts/device-suite.sh   carry: build/tools/mt-run build/test/mt-gpu-*
+#   build/test/mt-adamw-test build/device
 # Each part's output goes to NAME.txt in $OUT/suite.tar.gz (the device tool brings back few
 # files), a line per part to $OUT/summary.txt; the exit code counts the parts that failed.
 # SUITE_PARTS (a regex over part names) runs a subset.
@@ -97,6 +98,26 @@ part nccl-1-llama-clip bash -c "$run $plans/llama.mtp --data $plans/llama.tokens
   test/Train/Inputs/compare_weights.py $out/nccl1-clip.safetensors $out/clip.safetensors"
 part nccl-1-bench-1b $run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens \
   --steps 4 --lr 1e-4 --nproc-per-node 1
+# A bad token id at step 6 of 10 over NCCL: the rank stops with the error naming it, with
+# updates and collectives in flight, and does not hang.
+part nccl-1-bad-token bash -c "python3 -c \"
+import numpy as np
+t = (7 * np.arange(4000) + 3) % 96
+t[200] = 5000
+t.astype(np.uint16).tofile('$out/bad.tokens')\" && timeout 120 $run $plans/llama.mtp \
+  --data $out/bad.tokens --steps 10 --nproc-per-node 1 > $out/bad.out 2>&1; rc=\$?; \
+  cat $out/bad.out; [ \$rc -ne 0 ] && [ \$rc -ne 124 ] && grep -q 'token 5000 at position 200' $out/bad.out"
+# Two ranks, where the machine has two GPUs or more (nvidia-h200-x2): the losses of one rank
+# with twice the batch, within bf16 rounding; the 1b model for the scaling part below.
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "$gpus" -ge 2 ]; then
+  part nccl-2-llama bash -c "$run $plans/llama.mtp --data $plans/parallel.tokens --steps 20 \
+    --nproc-per-node 2 --metrics $out/nccl2.jsonl && $run $plans/llama-b4.mtp \
+    --data $plans/parallel.tokens --steps 20 --backend=cuda --metrics $out/b4.jsonl && \
+    python3 $compare $out/nccl2.jsonl $out/b4.jsonl --tolerance 2e-2"
+  part nccl-2-bench-1b $run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens \
+    --steps 8 --lr 1e-4 --nproc-per-node 2 --metrics "$out/nccl2-bench-1b.jsonl"
+fi
 
 # The debug switch: one stream, no buffer reuse, same losses as the scheduled run.
 part serialize bash -c "$run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 5 \
@@ -141,6 +162,16 @@ sys.exit(1 if over or not rows else 0)"
 # the GPU, and PyTorch FSDP2 with CPU offload. Steps are medians (mt: its metrics).
 part bench-mt-1b $run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens --steps 8 \
   --lr 1e-4 --backend=cuda --metrics "$out/bench-mt-1b.jsonl"
+# Two GPUs' throughput against one's (median tokens a second after the first step): at
+# least 1.8 times.
+if [ "$gpus" -ge 2 ]; then
+  part scaling-2 python3 -c "
+import json, statistics, sys
+rate = lambda f: statistics.median(json.loads(l)['tokens_per_s'] for l in list(open(f))[1:])
+ratio = rate('$out/nccl2-bench-1b.jsonl') / rate('$out/bench-mt-1b.jsonl')
+print(f'2 GPUs: {ratio:.2f}x the tokens a second of one')
+sys.exit(0 if ratio >= 1.8 else 1)"
+fi
 part bench-peer-gpu-1b python3 $plans/peer_bench.py gpu 1b 2048 4 6
 part bench-peer-fsdp-1b python3 $plans/peer_bench.py fsdpf 1b 2048 4 4
 

@@ -5,10 +5,10 @@
 
 #include "plan/DeviceLayout.h"
 #include "runtime/PlanLoader.h"
+#include "runtime/Shard.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/TensorCopy.h"
 #include "runtime/cuda/kernels/KernelArgs.h"
-#include "runtime/parallel/Communicator.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -401,14 +401,6 @@ std::vector<int> Executor::readOrder() const {
           place(program.values(operand).parameter());
   for (int p = 0; p < plan.parameters_size(); ++p)
     place(p);
-  return order;
-}
-
-std::vector<int> Executor::gradientOrder() const {
-  std::vector<int> order;
-  for (const GradientNotice &notice : notices)
-    order.insert(order.end(), notice.parameters.begin(), notice.parameters.end());
-  order.insert(order.end(), constantGradients.begin(), constantGradients.end());
   return order;
 }
 

@@ -85,9 +85,6 @@ public:
   /// The parameters in the order a step first reads them from the host, then any it does
   /// not read.
   std::vector<int> readOrder() const;
-  /// The parameters in the order their gradients reach the host (onGradient's order, apart
-  /// from constant gradients, which come last).
-  std::vector<int> gradientOrder() const;
 
   /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
   float *gradient(int p) const { return gradients.at(p); }
@@ -95,8 +92,6 @@ public:
   /// Step value `id` where the device holds it. After a serialized run every value a step
   /// command made is still there (no buffer is reused).
   const DeviceTensor &stepValue(int id) const;
-  /// The pinned host memory: the host state's blocks and the offloaded values.
-  const PinnedMemory &pinnedMemory() const { return *pinned; }
 
 private:
   struct Program;

@@ -2,12 +2,10 @@
 // say which call failed and NCCL's reason.
 #include "runtime/cuda/NcclCommunicator.h"
 
-#include "runtime/ThreadPool.h"
 #include "runtime/cuda/CudaCheck.h"
 
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -22,8 +20,6 @@ struct Nccl {
   ncclResult_t (*commDestroy)(ncclComm_t);
   ncclResult_t (*commAbort)(ncclComm_t);
   ncclResult_t (*commSplit)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
-  ncclResult_t (*reduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-                                ncclComm_t, cudaStream_t);
   ncclResult_t (*allGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
                             cudaStream_t);
   ncclResult_t (*allReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
@@ -65,7 +61,6 @@ const Nccl &nccl() {
     bind(library, "ncclCommDestroy", n.commDestroy);
     bind(library, "ncclCommAbort", n.commAbort);
     bind(library, "ncclCommSplit", n.commSplit);
-    bind(library, "ncclReduceScatter", n.reduceScatter);
     bind(library, "ncclAllGather", n.allGather);
     bind(library, "ncclAllReduce", n.allReduce);
     bind(library, "ncclReduce", n.reduce);
@@ -83,6 +78,19 @@ void check(ncclResult_t status, const char *call) {
     throw CudaError(std::string(call) + " failed: " + nccl().errorString(status));
 }
 
+/// The collectives `issue` makes, as one NCCL group, which is closed also when one fails.
+template <typename Issue>
+void inGroup(Issue issue) {
+  check(nccl().groupStart(), "ncclGroupStart");
+  try {
+    issue();
+  } catch (...) {
+    nccl().groupEnd();
+    throw;
+  }
+  check(nccl().groupEnd(), "ncclGroupEnd");
+}
+
 } // namespace
 
 ncclUniqueId newNcclGroup() {
@@ -96,29 +104,56 @@ NcclCommunicator::NcclCommunicator(const ncclUniqueId &id, int rank, int ranks)
   // NVLink multicast (NVLS) must stay off: on a shared host it can take every GPU out of
   // service.
   setenv("NCCL_NVLS_ENABLE", "0", 1);
-  check(nccl().commInitRank(&comm, ranks, id, rank), "ncclCommInitRank");
-  check(nccl().commSplit(comm, 0, rank, &reductions, nullptr), "ncclCommSplit");
-  check(nccl().commSplit(comm, 0, rank, &gathers, nullptr), "ncclCommSplit");
-  MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  // Now, not during a step, where cudaMalloc could stall the device.
-  staging(sizeof(double));
+  MT_CUDA_CHECK(cudaFree(nullptr)); // the context first, so that it is not counted as NCCL's
+  size_t before = 0, after = 0, total = 0;
+  MT_CUDA_CHECK(cudaMemGetInfo(&before, &total));
+  try {
+    check(nccl().commInitRank(&comm, ranks, id, rank), "ncclCommInitRank");
+    check(nccl().commSplit(comm, 0, rank, &reductions, nullptr), "ncclCommSplit");
+    check(nccl().commSplit(comm, 0, rank, &gathers, nullptr), "ncclCommSplit");
+    MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    // Now, not during a step, where cudaMalloc could stall the device; and NCCL connects a
+    // communicator's peers on its first collective.
+    float *slot = reinterpret_cast<float *>(staging(sizeof(double)));
+    for (ncclComm_t own : {comm, reductions, gathers})
+      check(nccl().allReduce(slot, slot, 1, ncclFloat, ncclSum, own, stream), "ncclAllReduce");
+    MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  } catch (...) {
+    release();
+    throw;
+  }
+  MT_CUDA_CHECK(cudaMemGetInfo(&after, &total));
+  joinedBytes = static_cast<int64_t>(before) - static_cast<int64_t>(after);
 }
 
-NcclCommunicator::~NcclCommunicator() {
-  for (ncclComm_t own : {gathers, reductions, comm})
-    if (own)
-      nccl().commDestroy(own);
+NcclCommunicator::~NcclCommunicator() { release(); }
+
+void NcclCommunicator::release() {
+  for (ncclComm_t *own : {&gathers, &reductions, &comm}) {
+    if (*own && !aborted)
+      nccl().commDestroy(*own);
+    *own = nullptr;
+  }
   if (stream)
     cudaStreamDestroy(stream);
+  stream = nullptr;
   cudaFree(buffer);
+  buffer = nullptr;
 }
 
 void NcclCommunicator::abort() {
-  for (ncclComm_t *own : {&gathers, &reductions, &comm}) {
-    if (*own)
-      nccl().commAbort(*own);
-    *own = nullptr;
-  }
+  // The handles stay as they are: another thread may be reading them; checkAlive turns
+  // away the collectives that come after.
+  if (aborted.exchange(true))
+    return;
+  for (ncclComm_t own : {gathers, reductions, comm})
+    if (own)
+      nccl().commAbort(own);
+}
+
+void NcclCommunicator::checkAlive() const {
+  if (aborted)
+    throw CudaError("the NCCL group was aborted (a rank failed)");
 }
 
 char *NcclCommunicator::staging(size_t bytes) {
@@ -137,31 +172,12 @@ void NcclCommunicator::copy(void *device, void *host, size_t bytes, cudaMemcpyKi
                     : cudaMemcpyAsync(host, device, bytes, kind, stream));
 }
 
-void NcclCommunicator::reduceScatterMean(float *data, int64_t count) {
-  int64_t block = shardBlock(count, ranks);
-  // [ranks x block] padded send, then this rank's block.
-  float *send = reinterpret_cast<float *>(staging((ranks + 1) * block * sizeof(float)));
-  float *receive = send + ranks * block;
-  // Only the padding past the data needs zeros.
-  MT_CUDA_CHECK(
-      cudaMemsetAsync(send + count, 0, (ranks * block - count) * sizeof(float), stream));
-  copy(send, data, count * sizeof(float), cudaMemcpyHostToDevice);
-  check(nccl().reduceScatter(send, receive, block, ncclFloat, ncclSum, comm, stream),
-        "ncclReduceScatter");
-  Shard shard = shardOf(count, self, ranks);
-  copy(receive, data + shard.begin, shard.size() * sizeof(float), cudaMemcpyDeviceToHost);
-  MT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (ranks == 1) // the sum is the mean
-    return;
-  constexpr int64_t kChunk = 1 << 16;
-  runParallel((shard.size() + kChunk - 1) / kChunk, [&](int64_t c) {
-    int64_t begin = shard.begin + c * kChunk, end = std::min(shard.end, begin + kChunk);
-    for (int64_t i = begin; i < end; ++i)
-      data[i] /= static_cast<float>(ranks);
-  });
+void NcclCommunicator::reduceScatterMean(float *, int64_t) {
+  throw CudaError("ranks over NCCL average their gradients on the device, not in host memory");
 }
 
 void NcclCommunicator::allGather(float *data, int64_t count) {
+  checkAlive();
   int64_t block = shardBlock(count, ranks);
   float *send = reinterpret_cast<float *>(staging((ranks + 1) * block * sizeof(float)));
   float *receive = send + block;
@@ -175,6 +191,7 @@ void NcclCommunicator::allGather(float *data, int64_t count) {
 }
 
 double NcclCommunicator::allReduceSum(double value) {
+  checkAlive();
   double *slot = reinterpret_cast<double *>(staging(sizeof(double)));
   MT_CUDA_CHECK(cudaMemcpyAsync(slot, &value, sizeof(double), cudaMemcpyHostToDevice, stream));
   check(nccl().allReduce(slot, slot, 1, ncclDouble, ncclSum, comm, stream), "ncclAllReduce");
@@ -187,28 +204,30 @@ double NcclCommunicator::allReduceSum(double value) {
 // reduce-scatter and all-gather take: a reduce or broadcast per rank, rooted at the rank
 // that owns the shard, in one group, moves the same bytes without padding.
 void NcclCommunicator::reduceMean(float *gradient, int64_t count, cudaStream_t stream) {
-  check(nccl().groupStart(), "ncclGroupStart");
-  for (int r = 0; r < ranks; ++r) {
-    Shard shard = shardOf(count, r, ranks);
-    if (shard.size() > 0)
-      check(nccl().reduce(gradient + shard.begin, gradient + shard.begin, shard.size(),
-                          ncclFloat, ncclAvg, r, reductions, stream),
-            "ncclReduce");
-  }
-  check(nccl().groupEnd(), "ncclGroupEnd");
+  checkAlive();
+  inGroup([&] {
+    for (int r = 0; r < ranks; ++r) {
+      Shard shard = shardOf(count, r, ranks);
+      if (shard.size() > 0)
+        check(nccl().reduce(gradient + shard.begin, gradient + shard.begin, shard.size(),
+                            ncclFloat, ncclAvg, r, reductions, stream),
+              "ncclReduce");
+    }
+  });
 }
 
 void NcclCommunicator::gather(void *weights, int64_t count, int width, cudaStream_t stream) {
+  checkAlive();
   char *bytes = static_cast<char *>(weights);
-  check(nccl().groupStart(), "ncclGroupStart");
-  for (int r = 0; r < ranks; ++r) {
-    Shard shard = shardOf(count, r, ranks);
-    if (shard.size() > 0)
-      check(nccl().broadcast(bytes + shard.begin * width, bytes + shard.begin * width,
-                             shard.size() * width, ncclUint8, r, gathers, stream),
-            "ncclBroadcast");
-  }
-  check(nccl().groupEnd(), "ncclGroupEnd");
+  inGroup([&] {
+    for (int r = 0; r < ranks; ++r) {
+      Shard shard = shardOf(count, r, ranks);
+      if (shard.size() > 0)
+        check(nccl().broadcast(bytes + shard.begin * width, bytes + shard.begin * width,
+                               shard.size() * width, ncclUint8, r, gathers, stream),
+              "ncclBroadcast");
+    }
+  });
 }
 
 } // namespace mt::cuda

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstddef>
 
 namespace mt::cuda {
@@ -22,27 +23,35 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
 public:
   /// Joins group `id` as `rank` of `ranks` on the current CUDA device (NCCL_NVLS_ENABLE and
   /// the other multicast switches are set off first). A collective: every rank constructs
-  /// its communicator at once.
+  /// its communicator at once, and NCCL connects the ranks then, not during a step.
   NcclCommunicator(const ncclUniqueId &id, int rank, int ranks);
   ~NcclCommunicator() override;
-  /// Ends the group at once: a collective waiting for a rank that is gone returns an error,
-  /// and the device's collectives stop waiting, so that its streams can drain.
+  /// Ends the group at once, from any thread: a collective waiting for a rank that is gone
+  /// returns an error, the device's collectives stop waiting, so that its streams can drain,
+  /// and later collectives throw.
   void abort();
+  /// The device memory NCCL took when the ranks joined, beside the plan's.
+  int64_t deviceBytes() const { return joinedBytes; }
   NcclCommunicator(const NcclCommunicator &) = delete;
   NcclCommunicator &operator=(const NcclCommunicator &) = delete;
 
   int rank() const override { return self; }
   int size() const override { return ranks; }
+  /// Ranks over NCCL average their gradients on the device (reduceMean): this throws.
+  void reduceScatterMean(float *data, int64_t count) override;
   /// Host data travels through a device staging buffer, grown to the largest parameter's
   /// blocks (the final gathers run once the executor has freed its memory); a step's scalars
   /// fit in what the constructor allocates.
-  void reduceScatterMean(float *data, int64_t count) override;
   void allGather(float *data, int64_t count) override;
   double allReduceSum(double value) override;
   void reduceMean(float *gradient, int64_t count, cudaStream_t stream) override;
   void gather(void *weights, int64_t count, int width, cudaStream_t stream) override;
 
 private:
+  /// Frees what the communicator holds; idempotent.
+  void release();
+  /// Throws once the group is aborted: its communicators are gone.
+  void checkAlive() const;
   /// The staging buffer, grown to at least `bytes`.
   char *staging(size_t bytes);
   void copy(void *device, void *host, size_t bytes, cudaMemcpyKind kind);
@@ -51,8 +60,11 @@ private:
   ncclComm_t comm = nullptr;
   // The device's reductions and gathers run on different streams, each kind in plan order:
   // each kind has a communicator of its own, whose collectives then run in one order on
-  // every rank.
+  // every rank. Their kernels (and the host collectives') may wait for peers at the same
+  // time, which NCCL allows while they fit on the GPU together: a few blocks each.
   ncclComm_t reductions = nullptr, gathers = nullptr;
+  std::atomic<bool> aborted{false};
+  int64_t joinedBytes = 0;
   cudaStream_t stream = nullptr;
   char *buffer = nullptr;
   size_t bufferBytes = 0;

@@ -52,8 +52,10 @@ double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step,
 
 double DataParallelRank::updateShard(int p, float *gradient, int64_t step, double lr,
                                      double decay) {
+  // On the host, a reduce-scatter per parameter as gradients land would need every rank to
+  // hand them over in one order; the device's collectives run in plan order.
   if (collectives == Collectives::OnHost)
-    communicator.reduceScatterMean(gradient, state.parameters[p].count);
+    throw std::logic_error("overlapped updates take gradients the device averaged");
   return apply(p, gradient, 1.0f, step, lr, decay);
 }
 

@@ -47,15 +47,14 @@ public:
   /// collectives and update (after the global norm when clipping).
   Result step(const Inputs &inputs, int64_t step, double lr, const std::regex &noDecay);
 
-  /// The overlapped form of a step without clipping, for a caller that hands over gradients as
-  /// the backward produces them; the calls that are collectives must come in one order on
-  /// every rank. updateShard: p's reduce-scatter (OnHost, a collective) and its shard's
-  /// AdamW; returns the squared norm of this rank's shard of the mean gradient.
+  /// The overlapped form of a step without clipping (OnDevice), for a caller that hands over
+  /// gradients as the backward produces them, in any order. updateShard: the AdamW of p's
+  /// shard; returns the squared norm of this rank's shard of the mean gradient.
   double updateShard(int p, float *gradient, int64_t step, double lr, double decay);
   /// p's weights from every rank's shard of the masters (a collective): the final weights.
   std::vector<float> gathered(int p);
   /// The step's mean loss over the ranks and its gradient norm, from this rank's loss and the
-  /// sum of its updateShard results.
+  /// sum of its updateShard results (a collective: once a step, after its updates).
   Result finishStep(double loss, double squares);
 
 private:

@@ -6,10 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <chrono>
 #include <cstring>
 #include <future>
-#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>

@@ -27,7 +27,6 @@ public:
   /// Runs one step; its gradients are in gradient(p) until the next.
   double run(const TokenInputs &inputs);
   float *gradient(int p) const { return executor->gradient(p); }
-  const cuda::PinnedMemory &pinnedMemory() const { return executor->pinnedMemory(); }
   /// See cuda::Executor::onGradient.
   void onGradient(std::function<void(int parameter)> listener) {
     executor->onGradient(std::move(listener));
@@ -39,7 +38,6 @@ public:
     executor->awaitParameter(std::move(await));
   }
   std::vector<int> readOrder() const { return executor->readOrder(); }
-  std::vector<int> gradientOrder() const { return executor->gradientOrder(); }
   /// The last step's measures: " | 41.2 TFLOPS | h2d 50.1 GB/s | ...".
   std::string report() const;
   /// The metrics fields of the last step, as JSON members: ,"tflops":...

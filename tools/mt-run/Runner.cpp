@@ -141,6 +141,9 @@ int train(const Options &options) {
   // --check-schedule checks the plan on the host backend, whatever the machine has.
   bool onDevice = false;
   bool deviceCheck = options.checkAgainstHost || options.checkKernels;
+  if (deviceCheck && options.processes > 0)
+    throw std::runtime_error("--check-against-host and --check-kernels check one GPU's step; "
+                             "they do not run over ranks");
 #ifdef MT_HAS_CUDA
   onDevice = options.backend == "cuda" || deviceCheck ||
              (options.backend == "auto" && !options.checkSchedule && cuda::deviceAvailable());
@@ -250,16 +253,9 @@ int train(const Options &options) {
   // Over NCCL the executor averages each gradient on the device before offloading this
   // rank's shard, and gathers each weight on the device after uploading this rank's shard.
   std::unique_ptr<cuda::NcclCommunicator> nccl;
-  int64_t ncclBytes = 0;
-  if (options.processes > 0) {
-    MT_CUDA_CHECK(cudaFree(nullptr)); // the context first, so that it is not counted as NCCL's
-    size_t before = 0, after = 0, total = 0;
-    MT_CUDA_CHECK(cudaMemGetInfo(&before, &total));
+  if (options.processes > 0)
     nccl = std::make_unique<cuda::NcclCommunicator>(
         *static_cast<const ncclUniqueId *>(options.group), options.processRank, options.processes);
-    MT_CUDA_CHECK(cudaMemGetInfo(&after, &total));
-    ncclBytes = static_cast<int64_t>(before) - static_cast<int64_t>(after);
-  }
   std::unique_ptr<DeviceSteps> device;
   if (onDevice) {
     device = std::make_unique<DeviceSteps>(plan, state, options.serialize, nccl.get());
@@ -380,7 +376,7 @@ int train(const Options &options) {
                 "the plan's\n",
                 options.processes, state.bytes() / 1048576.0,
                 overlapped ? "shard updates as gradients land" : "shard updates after the step",
-                ncclBytes / 1048576.0);
+                nccl->deviceBytes() / 1048576.0);
     if (overlapped) {
       gpuRank = std::move(rank);
     } else {
@@ -584,14 +580,18 @@ int train(const Options &options) {
     finalWeights.push_back(parameter.master);
   std::vector<std::vector<float>> gathered;
 #ifdef MT_HAS_CUDA
-  // A rank over NCCL holds its shards of the masters: every rank gathers (collectives), after
-  // the device is freed, so that the gathers' staging fits beside nothing of the plan's.
+  // A rank over NCCL holds its shards of the masters: every rank gathers each parameter
+  // (collectives) and rank 0 keeps them, after the device is freed, so that the gathers'
+  // staging fits beside nothing of the plan's.
   if (ncclRank) {
     updates.reset();
     device.reset();
     for (int p = 0; p < plan.parameters_size(); ++p) {
-      gathered.push_back(ncclRank->gathered(p));
-      finalWeights[p] = gathered.back().data();
+      std::vector<float> weights = ncclRank->gathered(p);
+      if (options.processRank == 0) {
+        gathered.push_back(std::move(weights));
+        finalWeights[p] = gathered.back().data();
+      }
     }
   }
 #endif
