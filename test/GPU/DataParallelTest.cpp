@@ -2,11 +2,13 @@
 // its host state and executor) upload and offload only their shards, with the collectives
 // around them relayed through host memory (NCCL refuses two ranks on one GPU). They must end
 // with the bits of the same ranks with the collectives on the host (full offloads and
-// uploads), train like one rank with twice the batch, and unlike two ranks that train alone.
+// uploads), train like one rank with twice the batch, and unlike two ranks that train alone;
+// updating each shard as its gradient lands must give the bits of updates after the backward.
 #include "runtime/AdamW.h"
 #include "runtime/HostState.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/TokenData.h"
+#include "runtime/UpdateQueue.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/Executor.h"
@@ -14,6 +16,7 @@
 #include "runtime/parallel/ThreadGroup.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -79,8 +82,10 @@ struct Trained {
 /// working directory; a rank holding shards reads its shards of them), each rank taking its
 /// batch of the world's from the token stream in rank order. With `devices`, the executor
 /// runs the collectives on the device; without, `host` runs them (a group of one: none).
+/// `overlapped` (without clipping, with `devices`) updates each shard as its gradient lands,
+/// on a worker, as mt-run does over NCCL; otherwise after the backward.
 Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, int ranks,
-              mt::Communicator *devices, mt::Communicator &host) {
+              mt::Communicator *devices, mt::Communicator &host, bool overlapped) {
   // With the collectives on the device a rank holds its shards alone.
   mt::HostState state(plan, /*streamCopy=*/true, host.rank(), host.size(),
                       devices ? mt::HostState::Masters::Sharded
@@ -105,6 +110,38 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
   mt::TokenData data(tokens, "u16");
   std::regex noDecay(plan.optimizer().no_decay().empty() ? "$^" : plan.optimizer().no_decay());
   Trained trained;
+  // Overlapped: update p < P is p's shard, P the step's end (the loss over the ranks), in
+  // the order the next step reads the weights; two steps' may be in flight.
+  const int P = plan.parameters_size();
+  double losses[2] = {0, 0};
+  std::vector<double> squares[2] = {std::vector<double>(P), std::vector<double>(P)};
+  std::atomic<int64_t> current{0};
+  std::vector<int> need(P + 1);
+  std::vector<int> order = executor.readOrder();
+  order.push_back(P);
+  for (size_t place = 0; place < order.size(); ++place)
+    need[order[place]] = static_cast<int>(place);
+  auto update = [&](int p, int64_t step) {
+        if (p == P) {
+          double sum = 0;
+          for (double x : squares[step & 1])
+            sum += x;
+          losses[step & 1] = dataParallel.finishStep(losses[step & 1], sum).loss;
+          return;
+        }
+        double decay = std::regex_search(plan.parameters(p).name(), noDecay)
+                           ? 0.0
+                           : plan.optimizer().weight_decay();
+        squares[step & 1][p] =
+            dataParallel.updateShard(p, executor.gradient(p), step,
+                                     mt::learningRate(plan.optimizer(), step, kSteps), decay);
+  };
+  std::unique_ptr<mt::UpdateQueue> updates;
+  if (overlapped) {
+    updates = std::make_unique<mt::UpdateQueue>(update, need);
+    executor.onGradient([&](int p) { updates->push(p, current); });
+    executor.awaitParameter([&](int p) { updates->waitFor(p); });
+  }
   for (int64_t step = 1; step <= kSteps; ++step) {
     mt::DataParallelRank::Inputs inputs;
     for (int r = 0; r < ranks; ++r) {
@@ -115,14 +152,28 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
       }
     }
     double lr = mt::learningRate(plan.optimizer(), step, kSteps);
-    trained.losses.push_back(dataParallel.step(inputs, step, lr, noDecay).loss);
+    if (!overlapped) {
+      trained.losses.push_back(dataParallel.step(inputs, step, lr, noDecay).loss);
+      continue;
+    }
+    current = step;
+    losses[step & 1] = executor.run(inputs).loss;
+    updates->push(P, step);
+    if (step > 1) { // the last step's updates are done or nearly
+      updates->waitStep(step - 1, P + 1);
+      trained.losses.push_back(losses[(step - 1) & 1]);
+    }
+  }
+  if (overlapped) {
+    updates->waitStep(kSteps, P + 1);
+    trained.losses.push_back(losses[kSteps & 1]);
   }
   for (int p = 0; p < plan.parameters_size(); ++p)
     trained.masters.push_back(dataParallel.gathered(p));
   return trained;
 }
 
-enum class Ranks { DeviceCollectives, HostCollectives, Alone };
+enum class Ranks { DeviceCollectives, DeviceOverlapped, HostCollectives, Alone };
 
 /// Two ranks as threads: one data-parallel group, or each alone.
 std::vector<Trained> trainRanks(const mt::plan::Plan &plan, const std::string &tokens,
@@ -137,12 +188,11 @@ std::vector<Trained> trainRanks(const mt::plan::Plan &plan, const std::string &t
   for (int r = 0; r < kRanks; ++r)
     threads.emplace_back([&, r] {
       try {
-        trained[r] =
-            kind == Ranks::Alone
-                ? train(plan, tokens, r, kRanks, nullptr, alone[r]->member(0))
-                : train(plan, tokens, r, kRanks,
-                        kind == Ranks::DeviceCollectives ? &devices.member(r) : nullptr,
-                        hosts.member(r));
+        bool onDevice = kind == Ranks::DeviceCollectives || kind == Ranks::DeviceOverlapped;
+        trained[r] = kind == Ranks::Alone
+                         ? train(plan, tokens, r, kRanks, nullptr, alone[r]->member(0), false)
+                         : train(plan, tokens, r, kRanks, onDevice ? &devices.member(r) : nullptr,
+                                 hosts.member(r), kind == Ranks::DeviceOverlapped);
       } catch (...) {
         errors[r] = std::current_exception();
         devices.abort();
@@ -198,9 +248,14 @@ int main(int argc, char **argv) {
     }
     std::string tokens = argv[3];
     mt::ThreadGroup one(1);
-    Trained batched = train(batchedPlan, tokens, 0, 1, nullptr, one.member(0));
+    Trained batched = train(batchedPlan, tokens, 0, 1, nullptr, one.member(0), false);
     std::vector<Trained> sharded = trainRanks(rankPlan, tokens, Ranks::DeviceCollectives);
     std::vector<Trained> onHost = trainRanks(rankPlan, tokens, Ranks::HostCollectives);
+    // Without clipping, the shards updated as their gradients land, as after the backward.
+    mt::plan::Plan unclipped = rankPlan;
+    unclipped.mutable_optimizer()->set_grad_clip(0);
+    std::vector<Trained> afterBackward = trainRanks(unclipped, tokens, Ranks::DeviceCollectives);
+    std::vector<Trained> overlapped = trainRanks(unclipped, tokens, Ranks::DeviceOverlapped);
     // Ranks alone: their mean loss, which is the batched loss at the first step only.
     std::vector<Trained> ranksAlone = trainRanks(rankPlan, tokens, Ranks::Alone);
     Trained alone;
@@ -216,6 +271,13 @@ int main(int argc, char **argv) {
       if (sharded[r].masters != onHost[0].masters || sharded[r].losses != onHost[0].losses) {
         std::printf("FAIL: rank %d ends with other weights or losses than the ranks with the "
                     "collectives on the host\n",
+                    r);
+        ++failures;
+      }
+    for (int r = 0; r < kRanks; ++r)
+      if (overlapped[r].masters != afterBackward[0].masters ||
+          overlapped[r].losses != afterBackward[0].losses) {
+        std::printf("FAIL: rank %d's overlapped updates end elsewhere than after the backward\n",
                     r);
         ++failures;
       }
@@ -238,6 +300,8 @@ int main(int argc, char **argv) {
                 kRanks, kSteps);
     std::printf("losses within %.3g of one rank with twice the batch (ranks alone: %.3g)\n",
                 shardedGap, aloneGap);
+    std::printf("without clipping, the shards updated as their gradients land: the bits of "
+                "updates after the backward\n");
     return failures == 0 ? 0 : 1;
   } catch (const std::exception &error) {
     std::printf("FAIL: %s\n", error.what());
