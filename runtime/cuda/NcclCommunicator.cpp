@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct Nccl {
                             cudaStream_t);
   ncclResult_t (*groupStart)();
   ncclResult_t (*groupEnd)();
+  ncclResult_t (*getVersion)(int *);
   const char *(*errorString)(ncclResult_t);
 };
 
@@ -67,6 +69,7 @@ const Nccl &nccl() {
     bind(library, "ncclBroadcast", n.broadcast);
     bind(library, "ncclGroupStart", n.groupStart);
     bind(library, "ncclGroupEnd", n.groupEnd);
+    bind(library, "ncclGetVersion", n.getVersion);
     bind(library, "ncclGetErrorString", n.errorString);
     return n;
   }();
@@ -112,17 +115,22 @@ NcclCommunicator::NcclCommunicator(const ncclUniqueId &id, int rank, int ranks)
     check(nccl().commSplit(comm, 0, rank, &reductions, nullptr), "ncclCommSplit");
     check(nccl().commSplit(comm, 0, rank, &gathers, nullptr), "ncclCommSplit");
     MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    // Now, not during a step, where cudaMalloc could stall the device; and NCCL connects a
-    // communicator's peers on its first collective.
-    float *slot = reinterpret_cast<float *>(staging(sizeof(double)));
-    for (ncclComm_t own : {comm, reductions, gathers})
-      check(nccl().allReduce(slot, slot, 1, ncclFloat, ncclSum, own, stream), "ncclAllReduce");
+    // Every collective a run makes, once, now: NCCL connects a communicator's peers for an
+    // algorithm when it first uses it, which should not be during a step; and the staging
+    // buffer is allocated now, where cudaMalloc does not stall a step.
+    std::vector<float> zeros(ranks, 0.0f);
+    allReduceSum(0.0);
+    allGather(zeros.data(), ranks);
+    MT_CUDA_CHECK(cudaMemsetAsync(buffer, 0, bufferBytes, stream));
+    reduceMean(reinterpret_cast<float *>(buffer), ranks, stream);
+    gather(buffer, ranks, sizeof(float), stream);
     MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    MT_CUDA_CHECK(cudaMemGetInfo(&after, &total));
   } catch (...) {
+    abort(); // a peer may never join: destroying would wait for it
     release();
     throw;
   }
-  MT_CUDA_CHECK(cudaMemGetInfo(&after, &total));
   joinedBytes = static_cast<int64_t>(before) - static_cast<int64_t>(after);
 }
 
@@ -142,18 +150,31 @@ void NcclCommunicator::release() {
 }
 
 void NcclCommunicator::abort() {
-  // The handles stay as they are: another thread may be reading them; checkAlive turns
-  // away the collectives that come after.
-  if (aborted.exchange(true))
+  // A thread that has held the right to issue for seconds is stuck in NCCL waiting for a
+  // peer that is gone: abort under it, which is what ends its wait.
+  std::unique_lock<std::timed_mutex> lock(issuing, std::defer_lock);
+  (void)lock.try_lock_for(std::chrono::seconds(5));
+  if (aborted)
     return;
+  aborted = true;
+  // Since NCCL 2.22 communicators whose kernels wait on each other are aborted together
+  // (one at a time, the first abort could wait for the others' kernels).
+  int version = 0;
+  bool together = nccl().getVersion(&version) == ncclSuccess && version >= 22200;
+  if (together)
+    nccl().groupStart();
   for (ncclComm_t own : {gathers, reductions, comm})
     if (own)
       nccl().commAbort(own);
+  if (together)
+    nccl().groupEnd();
 }
 
-void NcclCommunicator::checkAlive() const {
+std::unique_lock<std::timed_mutex> NcclCommunicator::enter() {
+  std::unique_lock<std::timed_mutex> lock(issuing);
   if (aborted)
     throw CudaError("the NCCL group was aborted (a rank failed)");
+  return lock;
 }
 
 char *NcclCommunicator::staging(size_t bytes) {
@@ -177,7 +198,6 @@ void NcclCommunicator::reduceScatterMean(float *, int64_t) {
 }
 
 void NcclCommunicator::allGather(float *data, int64_t count) {
-  checkAlive();
   int64_t block = shardBlock(count, ranks);
   float *send = reinterpret_cast<float *>(staging((ranks + 1) * block * sizeof(float)));
   float *receive = send + block;
@@ -185,16 +205,21 @@ void NcclCommunicator::allGather(float *data, int64_t count) {
   MT_CUDA_CHECK(cudaMemsetAsync(send + shard.size(), 0, (block - shard.size()) * sizeof(float),
                                 stream));
   copy(send, data + shard.begin, shard.size() * sizeof(float), cudaMemcpyHostToDevice);
-  check(nccl().allGather(send, receive, block, ncclFloat, comm, stream), "ncclAllGather");
+  {
+    std::unique_lock<std::timed_mutex> lock = enter();
+    check(nccl().allGather(send, receive, block, ncclFloat, comm, stream), "ncclAllGather");
+  }
   copy(receive, data, count * sizeof(float), cudaMemcpyDeviceToHost);
   MT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 double NcclCommunicator::allReduceSum(double value) {
-  checkAlive();
   double *slot = reinterpret_cast<double *>(staging(sizeof(double)));
   MT_CUDA_CHECK(cudaMemcpyAsync(slot, &value, sizeof(double), cudaMemcpyHostToDevice, stream));
-  check(nccl().allReduce(slot, slot, 1, ncclDouble, ncclSum, comm, stream), "ncclAllReduce");
+  {
+    std::unique_lock<std::timed_mutex> lock = enter();
+    check(nccl().allReduce(slot, slot, 1, ncclDouble, ncclSum, comm, stream), "ncclAllReduce");
+  }
   MT_CUDA_CHECK(cudaMemcpyAsync(&value, slot, sizeof(double), cudaMemcpyDeviceToHost, stream));
   MT_CUDA_CHECK(cudaStreamSynchronize(stream));
   return value;
@@ -204,7 +229,7 @@ double NcclCommunicator::allReduceSum(double value) {
 // reduce-scatter and all-gather take: a reduce or broadcast per rank, rooted at the rank
 // that owns the shard, in one group, moves the same bytes without padding.
 void NcclCommunicator::reduceMean(float *gradient, int64_t count, cudaStream_t stream) {
-  checkAlive();
+  std::unique_lock<std::timed_mutex> lock = enter();
   inGroup([&] {
     for (int r = 0; r < ranks; ++r) {
       Shard shard = shardOf(count, r, ranks);
@@ -217,7 +242,7 @@ void NcclCommunicator::reduceMean(float *gradient, int64_t count, cudaStream_t s
 }
 
 void NcclCommunicator::gather(void *weights, int64_t count, int width, cudaStream_t stream) {
-  checkAlive();
+  std::unique_lock<std::timed_mutex> lock = enter();
   char *bytes = static_cast<char *>(weights);
   inGroup([&] {
     for (int r = 0; r < ranks; ++r) {

@@ -11,8 +11,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <atomic>
 #include <cstddef>
+#include <mutex>
 
 namespace mt::cuda {
 
@@ -50,8 +50,9 @@ public:
 private:
   /// Frees what the communicator holds; idempotent.
   void release();
-  /// Throws once the group is aborted: its communicators are gone.
-  void checkAlive() const;
+  /// The right to hand NCCL a collective; throws once the group is aborted (its
+  /// communicators are gone).
+  std::unique_lock<std::timed_mutex> enter();
   /// The staging buffer, grown to at least `bytes`.
   char *staging(size_t bytes);
   void copy(void *device, void *host, size_t bytes, cudaMemcpyKind kind);
@@ -60,10 +61,15 @@ private:
   ncclComm_t comm = nullptr;
   // The device's reductions and gathers run on different streams, each kind in plan order:
   // each kind has a communicator of its own, whose collectives then run in one order on
-  // every rank. Their kernels (and the host collectives') may wait for peers at the same
-  // time, which NCCL allows while they fit on the GPU together: a few blocks each.
+  // every rank. Their kernels (and the host collectives') wait for peers at the same time:
+  // NCCL runs that only while they fit on the GPU together, which their few blocks each do
+  // beside the step's kernels.
   ncclComm_t reductions = nullptr, gathers = nullptr;
-  std::atomic<bool> aborted{false};
+  // Held while a thread hands NCCL a collective (the executor's thread and the update
+  // worker both do): NCCL takes the calls of one device's communicators from one thread at a
+  // time, and abort must not free a communicator under a call.
+  std::timed_mutex issuing;
+  bool aborted = false;
   int64_t joinedBytes = 0;
   cudaStream_t stream = nullptr;
   char *buffer = nullptr;

@@ -116,53 +116,58 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
   double losses[2] = {0, 0};
   std::vector<double> squares[2] = {std::vector<double>(P), std::vector<double>(P)};
   std::atomic<int64_t> current{0};
-  std::vector<int> need(P + 1);
-  std::vector<int> order = executor.readOrder();
-  order.push_back(P);
-  for (size_t place = 0; place < order.size(); ++place)
-    need[order[place]] = static_cast<int>(place);
   auto update = [&](int p, int64_t step) {
-        if (p == P) {
-          double sum = 0;
-          for (double x : squares[step & 1])
-            sum += x;
-          losses[step & 1] = dataParallel.finishStep(losses[step & 1], sum).loss;
-          return;
-        }
-        double decay = std::regex_search(plan.parameters(p).name(), noDecay)
-                           ? 0.0
-                           : plan.optimizer().weight_decay();
-        squares[step & 1][p] =
-            dataParallel.updateShard(p, executor.gradient(p), step,
-                                     mt::learningRate(plan.optimizer(), step, kSteps), decay);
+    if (p == P) {
+      double sum = 0;
+      for (double x : squares[step & 1])
+        sum += x;
+      losses[step & 1] = dataParallel.finishStep(losses[step & 1], sum).loss;
+      return;
+    }
+    double decay = std::regex_search(plan.parameters(p).name(), noDecay)
+                       ? 0.0
+                       : plan.optimizer().weight_decay();
+    squares[step & 1][p] =
+        dataParallel.updateShard(p, executor.gradient(p), step,
+                                 mt::learningRate(plan.optimizer(), step, kSteps), decay);
   };
   std::unique_ptr<mt::UpdateQueue> updates;
   if (overlapped) {
+    std::vector<int> need(P + 1), order = executor.readOrder();
+    order.push_back(P);
+    for (size_t place = 0; place < order.size(); ++place)
+      need[order[place]] = static_cast<int>(place);
     updates = std::make_unique<mt::UpdateQueue>(update, need);
     executor.onGradient([&](int p) { updates->push(p, current); });
     executor.awaitParameter([&](int p) { updates->waitFor(p); });
   }
-  for (int64_t step = 1; step <= kSteps; ++step) {
-    mt::DataParallelRank::Inputs inputs;
-    for (int r = 0; r < ranks; ++r) {
-      mt::Batch batch = data.next(ids.shape(0), ids.shape(1), plan.vocabulary());
-      if (r == rank) {
-        inputs["input_ids"] = std::move(batch.inputs);
-        inputs["targets"] = std::move(batch.targets);
+  // A failed step leaves gradient callbacks on the streams: they end before the queue.
+  try {
+    for (int64_t step = 1; step <= kSteps; ++step) {
+      mt::DataParallelRank::Inputs inputs;
+      for (int r = 0; r < ranks; ++r) {
+        mt::Batch batch = data.next(ids.shape(0), ids.shape(1), plan.vocabulary());
+        if (r == rank) {
+          inputs["input_ids"] = std::move(batch.inputs);
+          inputs["targets"] = std::move(batch.targets);
+        }
+      }
+      double lr = mt::learningRate(plan.optimizer(), step, kSteps);
+      if (!overlapped) {
+        trained.losses.push_back(dataParallel.step(inputs, step, lr, noDecay).loss);
+        continue;
+      }
+      current = step;
+      losses[step & 1] = executor.run(inputs).loss;
+      updates->push(P, step);
+      if (step > 1) { // the last step's updates are done or nearly
+        updates->waitStep(step - 1, P + 1);
+        trained.losses.push_back(losses[(step - 1) & 1]);
       }
     }
-    double lr = mt::learningRate(plan.optimizer(), step, kSteps);
-    if (!overlapped) {
-      trained.losses.push_back(dataParallel.step(inputs, step, lr, noDecay).loss);
-      continue;
-    }
-    current = step;
-    losses[step & 1] = executor.run(inputs).loss;
-    updates->push(P, step);
-    if (step > 1) { // the last step's updates are done or nearly
-      updates->waitStep(step - 1, P + 1);
-      trained.losses.push_back(losses[(step - 1) & 1]);
-    }
+  } catch (...) {
+    executor.drain();
+    throw;
   }
   if (overlapped) {
     updates->waitStep(kSteps, P + 1);

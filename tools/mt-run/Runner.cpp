@@ -73,6 +73,10 @@ int train(const Options &options) {
   // A process a launcher started (torchrun's or OpenMPI's variables) is one rank of a run
   // over GPUs of one or more hosts: it meets the others at MASTER_ADDR:MASTER_PORT.
   LaunchEnvironment launched = launchEnvironment();
+  if ((options.checkAgainstHost || options.checkKernels) &&
+      (options.processes > 0 || options.ranks > 1 || launched.worldSize > 1))
+    throw std::runtime_error("--check-against-host and --check-kernels check one GPU's step; "
+                             "they do not run over ranks");
   if (launched.worldSize > 1 && options.processes == 0 && options.processRank < 0) {
 #ifdef MT_HAS_CUDA
     std::vector<char> id(sizeof(ncclUniqueId));
@@ -141,9 +145,6 @@ int train(const Options &options) {
   // --check-schedule checks the plan on the host backend, whatever the machine has.
   bool onDevice = false;
   bool deviceCheck = options.checkAgainstHost || options.checkKernels;
-  if (deviceCheck && options.processes > 0)
-    throw std::runtime_error("--check-against-host and --check-kernels check one GPU's step; "
-                             "they do not run over ranks");
 #ifdef MT_HAS_CUDA
   onDevice = options.backend == "cuda" || deviceCheck ||
              (options.backend == "auto" && !options.checkSchedule && cuda::deviceAvailable());
@@ -586,12 +587,18 @@ int train(const Options &options) {
   if (ncclRank) {
     updates.reset();
     device.reset();
-    for (int p = 0; p < plan.parameters_size(); ++p) {
-      std::vector<float> weights = ncclRank->gathered(p);
-      if (options.processRank == 0) {
-        gathered.push_back(std::move(weights));
-        finalWeights[p] = gathered.back().data();
+    gathered.reserve(plan.parameters_size());
+    try {
+      for (int p = 0; p < plan.parameters_size(); ++p) {
+        std::vector<float> weights = ncclRank->gathered(p);
+        if (options.processRank == 0) {
+          gathered.push_back(std::move(weights));
+          finalWeights[p] = gathered.back().data();
+        }
       }
+    } catch (...) {
+      nccl->abort(); // the peers wait in the gathers
+      throw;
     }
   }
 #endif
