@@ -54,19 +54,15 @@ double squaredNorm(const float *values, int64_t count) {
   return sumInOrder(partial);
 }
 
-double clipGradients(const std::vector<float *> &gradients, const std::vector<int64_t> &counts,
-                     double maxNorm) {
+double gradientNorm(const std::vector<float *> &gradients, const std::vector<int64_t> &counts) {
   double sum = 0;
   for (size_t p = 0; p < gradients.size(); ++p)
     sum += squaredNorm(gradients[p], counts[p]);
-  double norm = std::sqrt(sum);
-  if (maxNorm > 0 && norm > maxNorm) {
-    float scale = static_cast<float>(maxNorm / (norm + 1e-6));
-    for (size_t p = 0; p < gradients.size(); ++p)
-      for (int64_t i = 0; i < counts[p]; ++i)
-        gradients[p][i] *= scale;
-  }
-  return norm;
+  return std::sqrt(sum);
+}
+
+float clipScale(double norm, double maxNorm) {
+  return maxNorm > 0 && norm > maxNorm ? static_cast<float>(maxNorm / (norm + 1e-6)) : 1.0f;
 }
 
 uint16_t toBfloat16(float value) {
@@ -81,11 +77,12 @@ namespace {
 
 /// The constants of one update, in the float precision torch's AdamW computes them.
 struct AdamWStep {
-  float decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, negativeStepSize, correction2Sqrt,
-      eps;
+  float gradScale, decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, negativeStepSize,
+      correction2Sqrt, eps;
 
-  AdamWStep(const plan::AdamW &config, double lr, double weightDecay, int64_t step)
-      : decay(static_cast<float>(1.0 - lr * weightDecay)), beta1(config.beta1()),
+  AdamWStep(const plan::AdamW &config, double lr, double weightDecay, int64_t step,
+            float gradScale)
+      : gradScale(gradScale), decay(static_cast<float>(1.0 - lr * weightDecay)), beta1(config.beta1()),
         oneMinusBeta1(1 - beta1), beta2(config.beta2()), oneMinusBeta2(1 - beta2),
         negativeStepSize(-static_cast<float>(lr / (1.0 - std::pow(config.beta1(), step)))),
         correction2Sqrt(static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2(), step)))),
@@ -96,7 +93,7 @@ struct AdamWStep {
 void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const float *grad,
                   uint16_t *bf16, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
-    float g = grad[i];
+    float g = grad[i] * k.gradScale; // torch's clip_grad_norm_ scales in place, in fp32
     param[i] *= k.decay;
     m[i] = m[i] * k.beta1 + g * k.oneMinusBeta1;
     v[i] = v[i] * k.beta2 + g * g * k.oneMinusBeta2;
@@ -112,14 +109,14 @@ void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const fl
 __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *param, float *m,
                                                      float *v, const float *grad, uint16_t *bf16,
                                                      int64_t begin, int64_t end) {
-  const __m512 decay = _mm512_set1_ps(k.decay), beta1 = _mm512_set1_ps(k.beta1),
+  const __m512 gradScale = _mm512_set1_ps(k.gradScale), decay = _mm512_set1_ps(k.decay), beta1 = _mm512_set1_ps(k.beta1),
                oneMinusBeta1 = _mm512_set1_ps(k.oneMinusBeta1), beta2 = _mm512_set1_ps(k.beta2),
                oneMinusBeta2 = _mm512_set1_ps(k.oneMinusBeta2),
                stepSize = _mm512_set1_ps(k.negativeStepSize),
                correction = _mm512_set1_ps(k.correction2Sqrt), eps = _mm512_set1_ps(k.eps);
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
-    __m512 g = _mm512_loadu_ps(grad + i);
+    __m512 g = _mm512_mul_ps(_mm512_loadu_ps(grad + i), gradScale);
     __m512 p = _mm512_mul_ps(_mm512_loadu_ps(param + i), decay);
     __m512 mi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(m + i), beta1),
                               _mm512_mul_ps(g, oneMinusBeta1));
@@ -150,14 +147,14 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
 __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param, float *m,
                                                 float *v, const float *grad, uint16_t *bf16,
                                                 int64_t begin, int64_t end) {
-  const __m256 decay = _mm256_set1_ps(k.decay), beta1 = _mm256_set1_ps(k.beta1),
+  const __m256 gradScale = _mm256_set1_ps(k.gradScale), decay = _mm256_set1_ps(k.decay), beta1 = _mm256_set1_ps(k.beta1),
                oneMinusBeta1 = _mm256_set1_ps(k.oneMinusBeta1), beta2 = _mm256_set1_ps(k.beta2),
                oneMinusBeta2 = _mm256_set1_ps(k.oneMinusBeta2),
                stepSize = _mm256_set1_ps(k.negativeStepSize),
                correction = _mm256_set1_ps(k.correction2Sqrt), eps = _mm256_set1_ps(k.eps);
   int64_t i = begin;
   for (; i + 8 <= end; i += 8) {
-    __m256 g = _mm256_loadu_ps(grad + i);
+    __m256 g = _mm256_mul_ps(_mm256_loadu_ps(grad + i), gradScale);
     __m256 p = _mm256_mul_ps(_mm256_loadu_ps(param + i), decay);
     __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), beta1),
                               _mm256_mul_ps(g, oneMinusBeta1));
@@ -194,13 +191,15 @@ const char *adamwVectorUnit() {
 
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
-                       uint16_t *bf16) {
-  updateScalar(AdamWStep(config, lr, weightDecay, step), param, m, v, grad, bf16, 0, count);
+                       uint16_t *bf16, float gradScale) {
+  updateScalar(AdamWStep(config, lr, weightDecay, step, gradScale), param, m, v, grad, bf16, 0,
+               count);
 }
 
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
-                   double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16) {
-  AdamWStep constants(config, lr, weightDecay, step);
+                   double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16,
+                   float gradScale) {
+  AdamWStep constants(config, lr, weightDecay, step, gradScale);
   UpdateRange update = vectorUpdate();
   // Every element is independent: the chunks spread over all cores. Each chunk's gradient
   // is squared first, which brings it into cache for the update: the norm costs no extra

@@ -17,10 +17,12 @@ double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps)
 /// The sum of squares of `count` values, on every core, in a fixed order.
 double squaredNorm(const float *values, int64_t count);
 
-/// Scales the gradients so that their global L2 norm is at most `maxNorm` (torch's
-/// clip_grad_norm_); returns the norm before clipping. maxNorm <= 0 only measures.
-double clipGradients(const std::vector<float *> &gradients, const std::vector<int64_t> &counts,
-                     double maxNorm);
+/// The global L2 norm of the gradients.
+double gradientNorm(const std::vector<float *> &gradients, const std::vector<int64_t> &counts);
+
+/// What torch's clip_grad_norm_ multiplies the gradients by so that their global norm `norm`
+/// is at most `maxNorm`: 1 when it is already (or maxNorm <= 0). adamwUpdate applies it.
+float clipScale(double norm, double maxNorm);
 
 /// `value` rounded to bfloat16 (nearest even; NaN stays NaN): the copy the device streams.
 uint16_t toBfloat16(float value);
@@ -30,16 +32,18 @@ const char *adamwVectorUnit();
 
 /// One update of one parameter in place, on every core: `step` counts from 1. With `bf16`,
 /// also writes the updated weights rounded to bfloat16 (nearest even): the copy the CUDA
-/// backend streams for the next forward. Every vector unit gives bit-identical results.
-/// Returns squaredNorm(grad, count), bit for bit, summed while each chunk is in cache.
+/// backend streams for the next forward. The gradient is taken times `gradScale` (clipScale),
+/// the bits of scaling it in place first, without the pass over memory. Every vector unit
+/// gives bit-identical results. Returns squaredNorm(grad, count) of the gradient as given,
+/// bit for bit, summed while each chunk is in cache.
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
-                 double weightDecay, const plan::AdamW &config, int64_t step,
-                 uint16_t *bf16 = nullptr);
+                   double weightDecay, const plan::AdamW &config, int64_t step,
+                   uint16_t *bf16 = nullptr, float gradScale = 1.0f);
 
 /// The scalar reference of adamwUpdate, one thread, for tests of the vector paths.
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
-                       uint16_t *bf16 = nullptr);
+                       uint16_t *bf16 = nullptr, float gradScale = 1.0f);
 
 } // namespace mt
 

@@ -85,7 +85,8 @@ for model in gpt2 llama; do
 done
 # Data parallel through NCCL with one rank (this machine has one GPU): the same losses as the
 # plain run of the same plan and tokens (train-llama above), and through its sharded AdamW;
-# with clipping (the updates after the step), the plain clipped run's.
+# with clipping (over NCCL the updates after the step), the plain clipped run's, whose
+# updates overlap the next forward: the same bits either way.
 part nccl-1-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 20 \
   --nproc-per-node 1 --metrics $out/nccl1.jsonl && python3 $compare $out/nccl1.jsonl \
   $out/llama.cuda.jsonl --tolerance 1e-6"
@@ -140,11 +141,12 @@ for tool in memcheck racecheck; do
 done
 
 # A 1.1B-parameter model, all weights and optimizer state in host memory; AdamW overlaps
-# the backward (no clipping), then with clipping (after the backward).
+# the backward (no clipping), then with clipping (each gradient measured as it lands, the
+# updates after the backward, overlapping the next forward).
 part llama-1b $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 12 \
   --lr 3e-4 --warmup 4 --backend=cuda --metrics "$out/llama-1b.jsonl" --trace "$out/llama-1b-trace.json"
-part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 4 \
-  --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda
+part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 8 \
+  --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda --metrics "$out/llama-1b-clip.jsonl"
 
 # Measured device memory (the executor's buffers and the most scratch a command used) within
 # the plan's peak (its arena and reserve), at every step of every device run but the

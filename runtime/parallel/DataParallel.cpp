@@ -40,14 +40,10 @@ double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step,
                                double decay) {
   const ParameterState &parameter = state.parameters[p];
   Shard shard = parameter.owned;
-  float *own = gradient + shard.begin;
-  if (clip != 1.0f)
-    for (int64_t i = 0; i < shard.size(); ++i)
-      own[i] *= clip;
   int64_t at = shard.begin - parameter.held.begin;
-  return adamwUpdate(parameter.master + at, parameter.firstMoment, parameter.secondMoment, own,
-                     shard.size(), lr, decay, state.plan.optimizer(), step,
-                     parameter.streamCopy ? parameter.streamCopy + at : nullptr);
+  return adamwUpdate(parameter.master + at, parameter.firstMoment, parameter.secondMoment,
+                     gradient + shard.begin, shard.size(), lr, decay, state.plan.optimizer(),
+                     step, parameter.streamCopy ? parameter.streamCopy + at : nullptr, clip);
 }
 
 double DataParallelRank::updateShard(int p, float *gradient, int64_t step, double lr,
@@ -90,9 +86,7 @@ DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t st
   for (int p = 0; p < plan.parameters_size(); ++p)
     squares += reduce(p, gradients[p]);
   double norm = std::sqrt(communicator.allReduceSum(squares));
-  float clip = adamw.grad_clip() > 0 && norm > adamw.grad_clip()
-                   ? static_cast<float>(adamw.grad_clip() / (norm + 1e-6))
-                   : 1.0f;
+  float clip = clipScale(norm, adamw.grad_clip());
   for (int p = 0; p < plan.parameters_size(); ++p) {
     double decay =
         std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();

@@ -61,8 +61,8 @@ private:
   /// Averages parameter p's gradient over the ranks (OnHost); returns the squared norm of this
   /// rank's shard of it.
   double reduce(int p, float *gradient);
-  /// AdamW of this rank's shard of p from its mean gradient (scaled by `clip`); returns the
-  /// squared norm of the shard's gradient as used.
+  /// AdamW of this rank's shard of p from its mean gradient times `clip`; returns the
+  /// squared norm of the shard's mean gradient.
   double apply(int p, float *gradient, float clip, int64_t step, double lr, double decay);
   /// The all-gather of p's updated weights into the replicated masters and bf16 copies.
   void gather(int p);

@@ -49,6 +49,14 @@ int main() {
     }
     std::vector<float> p1 = param, m1(size), v1(size), p2 = param, m2(size), v2(size);
     std::vector<uint16_t> b1(size), b2(size);
+    // Clipped: the update's scale against the gradient scaled in place first, as torch's
+    // clip_grad_norm_ leaves it.
+    const float scale = 0.37f;
+    std::vector<float> scaled(size);
+    for (int64_t i = 0; i < size; ++i)
+      scaled[i] = grad[i] * scale;
+    std::vector<float> p3 = param, m3(size), v3(size), p4 = param, m4(size), v4(size);
+    std::vector<uint16_t> b3(size), b4(size);
     for (int64_t step = 1; step <= 3; ++step) {
       double squares = mt::adamwUpdate(p1.data(), m1.data(), v1.data(), grad.data(), size, 1e-3,
                                        0.1, config, step, b1.data());
@@ -59,15 +67,33 @@ int main() {
       }
       mt::adamwUpdateScalar(p2.data(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1, config,
                             step, b2.data());
+      squares = mt::adamwUpdate(p3.data(), m3.data(), v3.data(), grad.data(), size, 1e-3, 0.1,
+                                config, step, b3.data(), scale);
+      if (squares != mt::squaredNorm(grad.data(), size)) {
+        std::printf("FAIL: %lld elements: the scaled update's squared norm %.17g is not the "
+                    "given gradient's\n",
+                    static_cast<long long>(size), squares);
+        ++failures;
+      }
+      mt::adamwUpdateScalar(p4.data(), m4.data(), v4.data(), scaled.data(), size, 1e-3, 0.1,
+                            config, step, b4.data());
     }
     if (!sameBits(p1, p2) || !sameBits(m1, m2) || !sameBits(v1, v2) ||
         std::memcmp(b1.data(), b2.data(), size * 2) != 0) {
       std::printf("FAIL: %lld elements differ from the scalar path\n", static_cast<long long>(size));
       ++failures;
     }
+    if (!sameBits(p3, p4) || !sameBits(m3, m4) || !sameBits(v3, v4) ||
+        std::memcmp(b3.data(), b4.data(), size * 2) != 0 || sameBits(m3, m1)) {
+      std::printf("FAIL: %lld elements: the update scaled by %g is not the update of the "
+                  "gradient scaled first\n",
+                  static_cast<long long>(size), scale);
+      ++failures;
+    }
   }
   std::printf("vector unit %s: bit-identical to the scalar path on %zu sizes, with "
-              "squaredNorm's gradient norm\n",
+              "squaredNorm's gradient norm, and with a clip scale to scaling the gradient "
+              "first\n",
               mt::adamwVectorUnit(), sizeof(sizes) / sizeof(sizes[0]));
 
   struct Case {

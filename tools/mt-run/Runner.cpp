@@ -265,14 +265,21 @@ int train(const Options &options) {
 #endif
   // AdamW of one parameter at one step. On the device, each parameter's update starts as soon
   // as its gradient is on the host, overlapping the rest of the backward and the next step's
-  // forward up to that parameter, unless clipping or several sample-major runs need every
-  // gradient first. Its step's squared norm goes to the report (clipGradients measures it
-  // otherwise); two steps' updates may be in flight, so the sums alternate.
+  // forward up to that parameter, unless several sample-major runs need every gradient
+  // first. Its step's squared norm goes to the report (gradientNorm measures it otherwise);
+  // two steps' updates may be in flight, so the sums alternate. With clipping, each gradient
+  // is measured as it lands instead (item P + p of the queue), and every update of the step
+  // is queued once the last is measured, scaled by the step's clipScale: the updates still
+  // overlap the next forward. Clipping over NCCL needs the ranks' norm first: it updates
+  // after the step.
   std::atomic<int64_t> currentStep{0};
   std::vector<double> squares[2] = {std::vector<double>(plan.parameters_size(), 0.0),
                                     std::vector<double>(plan.parameters_size(), 0.0)};
+  float clipScales[2] = {1.0f, 1.0f};
   std::vector<float *> gradients(plan.parameters_size());
-  bool overlapped = onDevice && adamw.grad_clip() <= 0 && (layerMajor || micro == 1);
+  bool clipping = adamw.grad_clip() > 0;
+  bool overlapped =
+      onDevice && (layerMajor || micro == 1) && !(clipping && options.processes > 0);
   // Over NCCL (`gpuRank`), update p < P is the AdamW of this rank's shard of parameter p,
   // whose gradient the device averaged, and update P, queued once the step has run, the
   // step's loss and norm over the ranks: the only collective on the host, once a step.
@@ -282,6 +289,10 @@ int train(const Options &options) {
   int deviceId = 0;
   const int P = plan.parameters_size();
   auto update = [&](int p, int64_t step) {
+    if (clipping && p >= P) { // a clipped step's gradient, measured as it lands
+      squares[step & 1][p - P] = squaredNorm(gradients[p - P], counts[p - P]);
+      return;
+    }
     double decay = p < P &&
                            !std::regex_search(plan.parameters(p).name(), noDecay)
                        ? adamw.weight_decay()
@@ -309,8 +320,8 @@ int train(const Options &options) {
     double gradientSquares =
         adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
                     gradients[p], parameter.count, stepLr, decay, adamw, step,
-                    parameter.streamCopy);
-    if (overlapped)
+                    parameter.streamCopy, clipScales[step & 1]);
+    if (overlapped && !clipping)
       squares[step & 1][p] = gradientSquares;
   };
   // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
@@ -386,18 +397,22 @@ int train(const Options &options) {
     }
   }
   // Overlapped updates run in the order the next step reads the parameters, which waits for
-  // the update of each parameter it is about to upload. Over NCCL the step's end comes last.
+  // the update of each parameter it is about to upload. Over NCCL the step's end comes last;
+  // a clipped step's measures come after every update, in the order the gradients land.
   if (overlapped) {
     std::vector<int> order = device->readOrder();
     if (gpuRank)
       order.push_back(P);
+    if (clipping)
+      for (int place = P - 1; place >= 0; --place)
+        order.push_back(P + order[place]);
     std::vector<int> need(order.size());
     for (size_t place = 0; place < order.size(); ++place)
       need[order[place]] = static_cast<int>(place);
     updates = std::make_unique<UpdateQueue>(update, need);
     for (int p = 0; p < P; ++p)
       gradients[p] = device->gradient(p);
-    device->onGradient([&](int p) { updates->push(p, currentStep); });
+    device->onGradient([&](int p) { updates->push(clipping ? P + p : p, currentStep); });
     device->awaitParameter([&](int p) { updates->waitFor(p); });
   }
 #endif
@@ -495,6 +510,15 @@ int train(const Options &options) {
           if (gpuRank) {
             rankLoss[step & 1] = loss;
             updates->push(P, step);
+          } else if (updates && clipping) {
+            // Every gradient has landed; once the last is measured, the step's updates go.
+            updates->waitStep(step, P);
+            double sum = 0;
+            for (double x : squares[step & 1])
+              sum += x;
+            clipScales[step & 1] = clipScale(std::sqrt(sum), adamw.grad_clip());
+            for (int p = 0; p < P; ++p)
+              updates->push(p, step);
           }
           if (!updates) // the overlapped updates read these pointers, set once before
             for (int p = 0; p < plan.parameters_size(); ++p)
@@ -546,7 +570,8 @@ int train(const Options &options) {
         last = record;
         continue;
       } else {
-        record.gradNorm = clipGradients(gradients, counts, adamw.grad_clip());
+        record.gradNorm = gradientNorm(gradients, counts);
+        clipScales[step & 1] = clipScale(record.gradNorm, adamw.grad_clip());
         for (int p = 0; p < plan.parameters_size(); ++p)
           update(p, step);
       }
