@@ -35,7 +35,8 @@ public:
   /// Blocks until every queued update of `parameter` has run. Rethrows the first error an
   /// update threw, as both waits do.
   void waitFor(int parameter);
-  /// Blocks until `count` updates of `step` have run.
+  /// Blocks until `count` updates of `step` have run since the last waitStep of `step`, which
+  /// forgets those it counted.
   void waitStep(int64_t step, int64_t count);
 
 private:

@@ -85,8 +85,7 @@ for model in gpt2 llama; do
 done
 # Data parallel through NCCL with one rank (this machine has one GPU): the same losses as the
 # plain run of the same plan and tokens (train-llama above), and through its sharded AdamW;
-# with clipping (over NCCL the updates after the step), the plain clipped run's, whose
-# updates overlap the next forward: the same bits either way.
+# with clipping (the norm over the ranks), the plain clipped run's.
 part nccl-1-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 20 \
   --nproc-per-node 1 --metrics $out/nccl1.jsonl && python3 $compare $out/nccl1.jsonl \
   $out/llama.cuda.jsonl --tolerance 1e-6"

@@ -30,10 +30,18 @@ DataParallelRank::DataParallelRank(HostState &state, Communicator &communicator,
 }
 
 double DataParallelRank::reduce(int p, float *gradient) {
-  const ParameterState &parameter = state.parameters[p];
   if (collectives == Collectives::OnHost)
-    communicator.reduceScatterMean(gradient, parameter.count);
+    communicator.reduceScatterMean(gradient, state.parameters[p].count);
+  return shardSquares(p, gradient);
+}
+
+double DataParallelRank::shardSquares(int p, const float *gradient) const {
+  const ParameterState &parameter = state.parameters[p];
   return squaredNorm(gradient + parameter.owned.begin, parameter.owned.size());
+}
+
+double DataParallelRank::globalNorm(double squares) {
+  return std::sqrt(communicator.allReduceSum(squares));
 }
 
 double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step, double lr,
@@ -47,12 +55,12 @@ double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step,
 }
 
 double DataParallelRank::updateShard(int p, float *gradient, int64_t step, double lr,
-                                     double decay) {
+                                     double decay, float clip) {
   // On the host, a reduce-scatter per parameter as gradients land would need every rank to
   // hand them over in one order; the device's collectives run in plan order.
   if (collectives == Collectives::OnHost)
     throw std::logic_error("overlapped updates take gradients the device averaged");
-  return apply(p, gradient, 1.0f, step, lr, decay);
+  return apply(p, gradient, clip, step, lr, decay);
 }
 
 void DataParallelRank::gather(int p) {
@@ -69,9 +77,8 @@ std::vector<float> DataParallelRank::gathered(int p) {
   return weights;
 }
 
-DataParallelRank::Result DataParallelRank::finishStep(double loss, double squares) {
-  double norm = std::sqrt(communicator.allReduceSum(squares));
-  return {communicator.allReduceSum(loss) / communicator.size(), norm};
+double DataParallelRank::meanLoss(double loss) {
+  return communicator.allReduceSum(loss) / communicator.size();
 }
 
 DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t step, double lr,
@@ -85,7 +92,7 @@ DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t st
   double squares = 0;
   for (int p = 0; p < plan.parameters_size(); ++p)
     squares += reduce(p, gradients[p]);
-  double norm = std::sqrt(communicator.allReduceSum(squares));
+  double norm = globalNorm(squares);
   float clip = clipScale(norm, adamw.grad_clip());
   for (int p = 0; p < plan.parameters_size(); ++p) {
     double decay =
@@ -94,7 +101,7 @@ DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t st
     if (collectives == Collectives::OnHost)
       gather(p);
   }
-  return {communicator.allReduceSum(loss) / communicator.size(), norm};
+  return {meanLoss(loss), norm};
 }
 
 } // namespace mt

@@ -47,15 +47,19 @@ public:
   /// collectives and update (after the global norm when clipping).
   Result step(const Inputs &inputs, int64_t step, double lr, const std::regex &noDecay);
 
-  /// The overlapped form of a step without clipping (OnDevice), for a caller that hands over
+  /// The overlapped form of a step (OnDevice), for OverlappedUpdates, which hands over
   /// gradients as the backward produces them, in any order. updateShard: the AdamW of p's
-  /// shard; returns the squared norm of this rank's shard of the mean gradient.
-  double updateShard(int p, float *gradient, int64_t step, double lr, double decay);
+  /// shard from its mean gradient times `clip` (clipScale of the global norm); returns the
+  /// squared norm of this rank's shard of the mean gradient, as shardSquares does.
+  double updateShard(int p, float *gradient, int64_t step, double lr, double decay,
+                     float clip = 1.0f);
+  double shardSquares(int p, const float *gradient) const;
+  /// The norm of the whole mean gradient from this rank's shards' squares (a collective).
+  double globalNorm(double squares);
+  /// The mean of the ranks' losses (a collective).
+  double meanLoss(double loss);
   /// p's weights from every rank's shard of the masters (a collective): the final weights.
   std::vector<float> gathered(int p);
-  /// The step's mean loss over the ranks and its gradient norm, from this rank's loss and the
-  /// sum of its updateShard results (a collective: once a step, after its updates).
-  Result finishStep(double loss, double squares);
 
 private:
   /// Averages parameter p's gradient over the ranks (OnHost); returns the squared norm of this

@@ -3,12 +3,13 @@
 // around them relayed through host memory (NCCL refuses two ranks on one GPU). They must end
 // with the bits of the same ranks with the collectives on the host (full offloads and
 // uploads), train like one rank with twice the batch, and unlike two ranks that train alone;
-// updating each shard as its gradient lands must give the bits of updates after the backward.
+// updating each shard as its gradient lands (OverlappedUpdates, as mt-run over NCCL) must give
+// the bits of updates after the backward, clipped or not.
 #include "runtime/AdamW.h"
 #include "runtime/HostState.h"
+#include "runtime/OverlappedUpdates.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/TokenData.h"
-#include "runtime/UpdateQueue.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/Executor.h"
@@ -82,8 +83,8 @@ struct Trained {
 /// working directory; a rank holding shards reads its shards of them), each rank taking its
 /// batch of the world's from the token stream in rank order. With `devices`, the executor
 /// runs the collectives on the device; without, `host` runs them (a group of one: none).
-/// `overlapped` (without clipping, with `devices`) updates each shard as its gradient lands,
-/// on a worker, as mt-run does over NCCL; otherwise after the backward.
+/// `overlapped` (with `devices`) updates each shard as its gradient lands (or, clipping, once
+/// all are measured), on a worker, as mt-run does over NCCL; otherwise after the backward.
 Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, int ranks,
               mt::Communicator *devices, mt::Communicator &host, bool overlapped) {
   // With the collectives on the device a rank holds its shards alone.
@@ -110,35 +111,27 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
   mt::TokenData data(tokens, "u16");
   std::regex noDecay(plan.optimizer().no_decay().empty() ? "$^" : plan.optimizer().no_decay());
   Trained trained;
-  // Overlapped: update p < P is p's shard, P the step's end (the loss over the ranks), in
-  // the order the next step reads the weights; two steps' may be in flight.
-  const int P = plan.parameters_size();
   double losses[2] = {0, 0};
-  std::vector<double> squares[2] = {std::vector<double>(P), std::vector<double>(P)};
   std::atomic<int64_t> current{0};
-  auto update = [&](int p, int64_t step) {
-    if (p == P) {
-      double sum = 0;
-      for (double x : squares[step & 1])
-        sum += x;
-      losses[step & 1] = dataParallel.finishStep(losses[step & 1], sum).loss;
-      return;
-    }
-    double decay = std::regex_search(plan.parameters(p).name(), noDecay)
-                       ? 0.0
-                       : plan.optimizer().weight_decay();
-    squares[step & 1][p] =
-        dataParallel.updateShard(p, executor.gradient(p), step,
-                                 mt::learningRate(plan.optimizer(), step, kSteps), decay);
-  };
-  std::unique_ptr<mt::UpdateQueue> updates;
+  std::unique_ptr<mt::OverlappedUpdates> updates;
   if (overlapped) {
-    std::vector<int> need(P + 1), order = executor.readOrder();
-    order.push_back(P);
-    for (size_t place = 0; place < order.size(); ++place)
-      need[order[place]] = static_cast<int>(place);
-    updates = std::make_unique<mt::UpdateQueue>(update, need);
-    executor.onGradient([&](int p) { updates->push(p, current); });
+    mt::OverlappedUpdates::Optimizer optimizer;
+    optimizer.update = [&](int p, int64_t step, float clip) {
+      double decay = std::regex_search(plan.parameters(p).name(), noDecay)
+                         ? 0.0
+                         : plan.optimizer().weight_decay();
+      return dataParallel.updateShard(p, executor.gradient(p), step,
+                                      mt::learningRate(plan.optimizer(), step, kSteps), decay,
+                                      clip);
+    };
+    optimizer.measure = [&](int p) { return dataParallel.shardSquares(p, executor.gradient(p)); };
+    optimizer.norm = [&](double squares) { return dataParallel.globalNorm(squares); };
+    optimizer.finish = [&](int64_t step) {
+      losses[step & 1] = dataParallel.meanLoss(losses[step & 1]);
+    };
+    updates = std::make_unique<mt::OverlappedUpdates>(std::move(optimizer), executor.readOrder(),
+                                                      plan.optimizer().grad_clip());
+    executor.onGradient([&](int p) { updates->landed(p, current); });
     executor.awaitParameter([&](int p) { updates->waitFor(p); });
   }
   // A failed step leaves gradient callbacks on the streams: they end before the queue.
@@ -159,9 +152,9 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
       }
       current = step;
       losses[step & 1] = executor.run(inputs).loss;
-      updates->push(P, step);
+      updates->backwardDone(step);
       if (step > 1) { // the last step's updates are done or nearly
-        updates->waitStep(step - 1, P + 1);
+        updates->finished(step - 1);
         trained.losses.push_back(losses[(step - 1) & 1]);
       }
     }
@@ -170,7 +163,7 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
     throw;
   }
   if (overlapped) {
-    updates->waitStep(kSteps, P + 1);
+    updates->finished(kSteps);
     trained.losses.push_back(losses[kSteps & 1]);
   }
   for (int p = 0; p < plan.parameters_size(); ++p)
@@ -256,11 +249,14 @@ int main(int argc, char **argv) {
     Trained batched = train(batchedPlan, tokens, 0, 1, nullptr, one.member(0), false);
     std::vector<Trained> sharded = trainRanks(rankPlan, tokens, Ranks::DeviceCollectives);
     std::vector<Trained> onHost = trainRanks(rankPlan, tokens, Ranks::HostCollectives);
-    // Without clipping, the shards updated as their gradients land, as after the backward.
+    // The shards updated as their gradients land (clipping: once every one is measured), as
+    // after the backward.
+    std::vector<Trained> overlapped = trainRanks(rankPlan, tokens, Ranks::DeviceOverlapped);
     mt::plan::Plan unclipped = rankPlan;
     unclipped.mutable_optimizer()->set_grad_clip(0);
     std::vector<Trained> afterBackward = trainRanks(unclipped, tokens, Ranks::DeviceCollectives);
-    std::vector<Trained> overlapped = trainRanks(unclipped, tokens, Ranks::DeviceOverlapped);
+    std::vector<Trained> unclippedOverlapped =
+        trainRanks(unclipped, tokens, Ranks::DeviceOverlapped);
     // Ranks alone: their mean loss, which is the batched loss at the first step only.
     std::vector<Trained> ranksAlone = trainRanks(rankPlan, tokens, Ranks::Alone);
     Trained alone;
@@ -280,8 +276,10 @@ int main(int argc, char **argv) {
         ++failures;
       }
     for (int r = 0; r < kRanks; ++r)
-      if (overlapped[r].masters != afterBackward[0].masters ||
-          overlapped[r].losses != afterBackward[0].losses) {
+      if (overlapped[r].masters != sharded[0].masters ||
+          overlapped[r].losses != sharded[0].losses ||
+          unclippedOverlapped[r].masters != afterBackward[0].masters ||
+          unclippedOverlapped[r].losses != afterBackward[0].losses) {
         std::printf("FAIL: rank %d's overlapped updates end elsewhere than after the backward\n",
                     r);
         ++failures;
@@ -305,8 +303,8 @@ int main(int argc, char **argv) {
                 kRanks, kSteps);
     std::printf("losses within %.3g of one rank with twice the batch (ranks alone: %.3g)\n",
                 shardedGap, aloneGap);
-    std::printf("without clipping, the shards updated as their gradients land: the bits of "
-                "updates after the backward\n");
+    std::printf("the shards updated as their gradients land (clipped: once all are measured), "
+                "clipped and not: the bits of updates after the backward\n");
     return failures == 0 ? 0 : 1;
   } catch (const std::exception &error) {
     std::printf("FAIL: %s\n", error.what());

@@ -1,8 +1,8 @@
 // Unit test of the overlapped data-parallel update as over NCCL: ranks as threads whose
 // "device" averages the gradients and gathers the weights, each rank handing its gradients
-// to the update queue in its own order, end with the bits of DataParallelRank::step
-// (collectives on the host after the whole backward).
-#include "runtime/UpdateQueue.h"
+// to OverlappedUpdates in its own order, end with the bits of DataParallelRank::step
+// (collectives on the host after the whole backward), with and without clipping.
+#include "runtime/OverlappedUpdates.h"
 #include "runtime/parallel/DataParallel.h"
 #include "runtime/parallel/ThreadGroup.h"
 
@@ -72,10 +72,9 @@ std::vector<Rank> startRanks(const mt::plan::Plan &plan, mt::HostState::Masters 
   return ranks;
 }
 
-} // namespace
-
-int main() {
-  mt::plan::Plan plan = makePlan();
+/// Trains the plan's parameters kSteps steps on kRanks ranks both ways, batched and
+/// overlapped; returns the failures.
+int compareOverlapped(const mt::plan::Plan &plan) {
   int count = plan.parameters_size();
   std::regex noDecay("w1");
   auto lrOf = [](int64_t step) { return 1e-2 / static_cast<double>(step); };
@@ -113,13 +112,14 @@ int main() {
       thread.join();
   }
 
-  // As over NCCL: the "device" averages each gradient before its offload, in the plan's order
-  // (the same on every rank); the gradients reach the update queue in an order of each rank's
-  // own (landing times differ), from another thread; the queue runs the shard updates, which
-  // are no collectives, in the order the next step reads the weights, then the step's end;
-  // the next step's upload of each weight waits for its update, then the "device" gathers it.
-  // The device's collectives and the host's have groups of their own, as NCCL communicators.
-  // Each rank's host state holds its shards alone; its "device" holds the full weights.
+  // As mt-run over NCCL: the "device" averages each gradient before its offload, in the
+  // plan's order (the same on every rank); the gradients reach OverlappedUpdates in an order
+  // of each rank's own (landing times differ), from another thread; its worker runs the shard
+  // updates, which are no collectives, in the order the next step reads the weights, then the
+  // step's end (when clipping, the measures first, then the norm over the ranks); the next
+  // step's upload of each weight waits for its update, then the "device" gathers it. The
+  // device's collectives and the host's have groups of their own, as NCCL communicators. Each
+  // rank's host state holds its shards alone; its "device" holds the full weights.
   std::vector<Rank> overlapped = startRanks(plan, mt::HostState::Masters::Sharded);
   std::vector<double> overlappedLoss(kSteps + 1), overlappedNorm(kSteps + 1);
   {
@@ -129,33 +129,30 @@ int main() {
       threads.emplace_back([&, r] {
         mt::DataParallelRank rank(*overlapped[r].state, host.member(r), {},
                                   mt::DataParallelRank::Collectives::OnDevice);
-        std::vector<double> squares[2] = {std::vector<double>(count), std::vector<double>(count)};
         double losses[2] = {0, 0};
+        mt::OverlappedUpdates::Optimizer optimizer;
+        optimizer.update = [&](int p, int64_t at, float clip) {
+          return rank.updateShard(p, overlapped[r].gradients[p].data(), at, lrOf(at),
+                                  decayOf(p), clip);
+        };
+        optimizer.measure = [&](int p) {
+          return rank.shardSquares(p, overlapped[r].gradients[p].data());
+        };
+        optimizer.norm = [&](double squares) { return rank.globalNorm(squares); };
+        optimizer.finish = [&](int64_t at) {
+          double loss = rank.meanLoss(losses[at & 1]);
+          if (r == 0)
+            overlappedLoss[at] = loss;
+        };
+        std::vector<int> readOrder(count);
+        for (int p = 0; p < count; ++p)
+          readOrder[p] = p;
+        mt::OverlappedUpdates updates(optimizer, readOrder, plan.optimizer().grad_clip());
         std::vector<std::vector<float>> onDevice(count);
-        std::vector<int> need(count + 1);
-        for (int p = 0; p <= count; ++p)
-          need[p] = p;
-        mt::UpdateQueue queue(
-            [&](int p, int64_t at) {
-              if (p == count) {
-                double sum = 0;
-                for (double x : squares[at & 1])
-                  sum += x;
-                mt::DataParallelRank::Result result = rank.finishStep(losses[at & 1], sum);
-                if (r == 0) {
-                  overlappedLoss[at] = result.loss;
-                  overlappedNorm[at] = result.gradNorm;
-                }
-              } else {
-                squares[at & 1][p] = rank.updateShard(p, overlapped[r].gradients[p].data(), at,
-                                                      lrOf(at), decayOf(p));
-              }
-            },
-            need);
         std::mt19937 random(77 + r);
         for (int64_t at = 1; at <= kSteps; ++at) {
           for (int p = 0; p < count; ++p) { // the forward's uploads: the shard, then a gather
-            queue.waitFor(p);
+            updates.waitFor(p);
             const mt::ParameterState &parameter = overlapped[r].state->parameters[p];
             onDevice[p].resize(parameter.count);
             std::copy(parameter.master, parameter.master + parameter.held.size(),
@@ -168,22 +165,27 @@ int main() {
             device.member(r).reduceScatterMean(gradient.data(),
                                                static_cast<int64_t>(gradient.size()));
           }
-          std::vector<int> order(count);
-          for (int p = 0; p < count; ++p)
-            order[p] = p;
+          std::vector<int> order = readOrder;
           std::shuffle(order.begin(), order.end(), random);
           // Apart in time, so that the worker finds each step's updates partly queued.
           std::thread landing([&, order, at] {
             for (int p : order) {
               std::this_thread::sleep_for(std::chrono::milliseconds(2));
-              queue.push(p, at);
+              updates.landed(p, at);
             }
           });
           landing.join();
           losses[at & 1] = 1.0 + r + at;
-          queue.push(count, at);
+          updates.backwardDone(at);
+          if (at > 1) {
+            double norm = updates.finished(at - 1);
+            if (r == 0)
+              overlappedNorm[at - 1] = norm;
+          }
         }
-        queue.waitStep(kSteps, count + 1);
+        double norm = updates.finished(kSteps);
+        if (r == 0)
+          overlappedNorm[kSteps] = norm;
         for (int p = 0; p < count; ++p) // the final weights: every rank's shards
           overlapped[r].final.push_back(rank.gathered(p));
       });
@@ -206,12 +208,33 @@ int main() {
                   batchedLoss[at], batchedNorm[at]);
       ++failures;
     }
+  double clip = plan.optimizer().grad_clip();
+  bool clipped = false;
+  for (int64_t at = 1; at <= kSteps; ++at)
+    clipped |= clip > 0 && batchedNorm[at] > clip;
+  if (clip > 0 && !clipped) {
+    std::printf("FAIL: no step's norm is over the clip %g: clipping is not tested\n", clip);
+    ++failures;
+  }
   std::printf("%d ranks, %d steps, collectives on the device, gradients handed over in each "
-              "rank's own order: the weights "
-              "of the batched update, bit for bit, on every rank\n",
-              kRanks, kSteps);
+              "rank's own order, %s: the weights of the batched update, bit for bit, on "
+              "every rank\n",
+              kRanks, kSteps, clip > 0 ? "clipped" : "unclipped");
   std::printf("mean loss %.6f and gradient norm %.6f at the last step, as batched\n",
               overlappedLoss[kSteps], overlappedNorm[kSteps]);
+  return failures;
+}
+
+} // namespace
+
+int main() {
+  mt::plan::Plan plan = makePlan();
+  int count = plan.parameters_size();
+  int failures = compareOverlapped(plan);
+  // The gradients' norm is about 27 at every step.
+  plan.mutable_optimizer()->set_grad_clip(5.0);
+  failures += compareOverlapped(plan);
+  plan.mutable_optimizer()->set_grad_clip(0);
 
   // A rank's sharded host state draws the random weights every rank draws, keeping its shard.
   mt::HostState whole(plan, true);

@@ -11,7 +11,7 @@
 #include "runtime/PlanLoader.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
-#include "runtime/UpdateQueue.h"
+#include "runtime/OverlappedUpdates.h"
 #include "runtime/host/Executor.h"
 #include "runtime/parallel/DataParallel.h"
 #include "runtime/parallel/Rendezvous.h"
@@ -247,7 +247,7 @@ int train(const Options &options) {
     }
     return inputs;
   };
-  std::unique_ptr<UpdateQueue> updates;
+  std::unique_ptr<OverlappedUpdates> updates;
 #ifdef MT_HAS_CUDA
   if (deviceCheck)
     return checkDevice(nextInputs(layerMajor ? micro : 1));
@@ -263,66 +263,20 @@ int train(const Options &options) {
     device->printStartup(parameters);
   }
 #endif
-  // AdamW of one parameter at one step. On the device, each parameter's update starts as soon
-  // as its gradient is on the host, overlapping the rest of the backward and the next step's
-  // forward up to that parameter, unless several sample-major runs need every gradient
-  // first. Its step's squared norm goes to the report (gradientNorm measures it otherwise);
-  // two steps' updates may be in flight, so the sums alternate. With clipping, each gradient
-  // is measured as it lands instead (item P + p of the queue), and every update of the step
-  // is queued once the last is measured, scaled by the step's clipScale: the updates still
-  // overlap the next forward. Clipping over NCCL needs the ranks' norm first: it updates
-  // after the step.
+  // AdamW of one parameter at one step from its gradient times `clip`; returns the gradient's
+  // squared norm. On the device the updates overlap it (OverlappedUpdates), unless several
+  // sample-major runs need every gradient first.
   std::atomic<int64_t> currentStep{0};
-  std::vector<double> squares[2] = {std::vector<double>(plan.parameters_size(), 0.0),
-                                    std::vector<double>(plan.parameters_size(), 0.0)};
-  float clipScales[2] = {1.0f, 1.0f};
   std::vector<float *> gradients(plan.parameters_size());
-  bool clipping = adamw.grad_clip() > 0;
-  bool overlapped =
-      onDevice && (layerMajor || micro == 1) && !(clipping && options.processes > 0);
-  // Over NCCL (`gpuRank`), update p < P is the AdamW of this rank's shard of parameter p,
-  // whose gradient the device averaged, and update P, queued once the step has run, the
-  // step's loss and norm over the ranks: the only collective on the host, once a step.
-  std::unique_ptr<DataParallelRank> gpuRank;
-  double rankLoss[2] = {0, 0};
-  DataParallelRank::Result stepResults[2] = {};
-  int deviceId = 0;
-  const int P = plan.parameters_size();
-  auto update = [&](int p, int64_t step) {
-    if (clipping && p >= P) { // a clipped step's gradient, measured as it lands
-      squares[step & 1][p - P] = squaredNorm(gradients[p - P], counts[p - P]);
-      return;
-    }
-    double decay = p < P &&
-                           !std::regex_search(plan.parameters(p).name(), noDecay)
-                       ? adamw.weight_decay()
-                       : 0.0;
-    double stepLr = learningRate(adamw, step, options.steps);
-#ifdef MT_HAS_CUDA
-    if (gpuRank) {
-      if (p == P) {
-        // NCCL runs on this worker thread, which must use the rank's GPU.
-        thread_local int boundDevice = -1;
-        if (boundDevice != deviceId)
-          MT_CUDA_CHECK(cudaSetDevice(deviceId));
-        boundDevice = deviceId;
-        double sum = 0;
-        for (double x : squares[step & 1])
-          sum += x;
-        stepResults[step & 1] = gpuRank->finishStep(rankLoss[step & 1], sum);
-      } else {
-        squares[step & 1][p] = gpuRank->updateShard(p, gradients[p], step, stepLr, decay);
-      }
-      return;
-    }
-#endif
+  bool overlapped = onDevice && (layerMajor || micro == 1);
+  auto decayOf = [&](int p) {
+    return std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();
+  };
+  auto update = [&](int p, int64_t step, float clip) {
     const ParameterState &parameter = state.parameters[p];
-    double gradientSquares =
-        adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
-                    gradients[p], parameter.count, stepLr, decay, adamw, step,
-                    parameter.streamCopy, clipScales[step & 1]);
-    if (overlapped && !clipping)
-      squares[step & 1][p] = gradientSquares;
+    return adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
+                       gradients[p], parameter.count, learningRate(adamw, step, options.steps),
+                       decayOf(p), adamw, step, parameter.streamCopy, clip);
   };
   // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
   // several sample-major runs, their sum in `accumulated`.
@@ -338,7 +292,6 @@ int train(const Options &options) {
   int worldSize = options.processes > 0 ? options.processes : options.ranks;
   ThreadGroup group(options.ranks);
   std::vector<std::unique_ptr<DataParallelRank>> ranks;
-  std::vector<int> rankIds; // each local rank's place in the world
   // Each thread rank's own host state (the moments of its shards) and last gradients, as a
   // process would hold them.
   std::vector<std::unique_ptr<HostState>> rankStates;
@@ -361,58 +314,64 @@ int train(const Options &options) {
       };
       ranks.push_back(
           std::make_unique<DataParallelRank>(*rankStates[r], group.member(r), backward));
-      rankIds.push_back(r);
     }
     std::printf("data parallel | %d ranks | host state %.2f MiB on rank 0 (%.2f MiB on one "
                 "rank)\n",
                 options.ranks, rankStates[0]->bytes() / 1048576.0, state.bytes() / 1048576.0);
   }
 #ifdef MT_HAS_CUDA
-  // The NCCL rank, overlapped (gpuRank) or not (in `ranks`), for the final gather.
-  DataParallelRank *ncclRank = nullptr;
+  // Over NCCL this rank updates its shards, from gradients the device averaged, as the
+  // updates overlap the device (the only way it runs: the ranks take layer-major
+  // micro-batches); the loss and the norm over the ranks are the host's only collectives.
+  std::unique_ptr<DataParallelRank> ncclRank;
+  double rankLoss[2] = {0, 0}, meanLoss[2] = {0, 0};
   if (nccl) {
-    MT_CUDA_CHECK(cudaGetDevice(&deviceId));
-    auto backward = [&](const DataParallelRank::Inputs &inputs, std::vector<float *> &gradients) {
-      MT_CUDA_CHECK(cudaSetDevice(deviceId)); // a thread of the step loop's
-      double loss = device->run(inputs);
-      for (size_t p = 0; p < gradients.size(); ++p)
-        gradients[p] = device->gradient(static_cast<int>(p));
-      return loss;
-    };
-    auto rank = std::make_unique<DataParallelRank>(state, *nccl, backward,
-                                                   DataParallelRank::Collectives::OnDevice);
-    ncclRank = rank.get();
+    ncclRank = std::make_unique<DataParallelRank>(state, *nccl, DataParallelRank::Backward{},
+                                                  DataParallelRank::Collectives::OnDevice);
     std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (its "
                 "shards) | gradients averaged and weights gathered on the device, a "
-                "shard of each over PCIe | %s | NCCL holds %.1f MiB of device memory beside "
-                "the plan's\n",
+                "shard of each over PCIe | shard updates %s | NCCL holds %.1f MiB of device "
+                "memory beside the plan's\n",
                 options.processes, state.bytes() / 1048576.0,
-                overlapped ? "shard updates as gradients land" : "shard updates after the step",
+                adamw.grad_clip() > 0 ? "once every gradient is measured (clipping)"
+                                      : "as gradients land",
                 nccl->deviceBytes() / 1048576.0);
-    if (overlapped) {
-      gpuRank = std::move(rank);
-    } else {
-      ranks.push_back(std::move(rank));
-      rankIds.push_back(options.processRank);
-    }
   }
-  // Overlapped updates run in the order the next step reads the parameters, which waits for
-  // the update of each parameter it is about to upload. Over NCCL the step's end comes last;
-  // a clipped step's measures come after every update, in the order the gradients land.
   if (overlapped) {
-    std::vector<int> order = device->readOrder();
-    if (gpuRank)
-      order.push_back(P);
-    if (clipping)
-      for (int place = P - 1; place >= 0; --place)
-        order.push_back(P + order[place]);
-    std::vector<int> need(order.size());
-    for (size_t place = 0; place < order.size(); ++place)
-      need[order[place]] = static_cast<int>(place);
-    updates = std::make_unique<UpdateQueue>(update, need);
-    for (int p = 0; p < P; ++p)
+    OverlappedUpdates::Optimizer optimizer;
+    if (ncclRank) {
+      int deviceId = 0;
+      MT_CUDA_CHECK(cudaGetDevice(&deviceId));
+      // NCCL runs on the update worker, which must use the rank's GPU.
+      auto bound = [deviceId] {
+        thread_local int boundDevice = -1;
+        if (boundDevice != deviceId)
+          MT_CUDA_CHECK(cudaSetDevice(deviceId));
+        boundDevice = deviceId;
+      };
+      optimizer.update = [&](int p, int64_t step, float clip) {
+        return ncclRank->updateShard(p, gradients[p], step,
+                                     learningRate(adamw, step, options.steps), decayOf(p), clip);
+      };
+      optimizer.measure = [&](int p) { return ncclRank->shardSquares(p, gradients[p]); };
+      optimizer.norm = [&, bound](double squares) {
+        bound();
+        return ncclRank->globalNorm(squares);
+      };
+      optimizer.finish = [&, bound](int64_t step) {
+        bound();
+        meanLoss[step & 1] = ncclRank->meanLoss(rankLoss[step & 1]);
+      };
+    } else {
+      optimizer.update = update;
+      optimizer.measure = [&](int p) { return squaredNorm(gradients[p], counts[p]); };
+      optimizer.norm = [](double squares) { return std::sqrt(squares); };
+    }
+    updates = std::make_unique<OverlappedUpdates>(std::move(optimizer), device->readOrder(),
+                                                  adamw.grad_clip());
+    for (int p = 0; p < plan.parameters_size(); ++p)
       gradients[p] = device->gradient(p);
-    device->onGradient([&](int p) { updates->push(clipping ? P + p : p, currentStep); });
+    device->onGradient([&](int p) { updates->landed(p, currentStep); });
     device->awaitParameter([&](int p) { updates->waitFor(p); });
   }
 #endif
@@ -446,15 +405,11 @@ int train(const Options &options) {
   // The overlapped step whose updates may still run, and its record once they all have.
   StepRecord last{};
   auto finishUpdates = [&](int64_t step) {
-    updates->waitStep(step, gpuRank ? P + 1 : P);
-    if (gpuRank) {
-      last.loss = stepResults[step & 1].loss;
-      last.gradNorm = stepResults[step & 1].gradNorm;
-      return last;
-    }
-    for (double sum : squares[step & 1])
-      last.gradNorm += sum;
-    last.gradNorm = std::sqrt(last.gradNorm);
+    last.gradNorm = updates->finished(step);
+#ifdef MT_HAS_CUDA
+    if (ncclRank)
+      last.loss = meanLoss[step & 1];
+#endif
     return last;
   };
   // A failed step may leave gradient callbacks queued on the device and updates running
@@ -480,7 +435,7 @@ int train(const Options &options) {
         for (size_t r = 0; r < ranks.size(); ++r)
           threads.emplace_back([&, r] {
             try {
-              results[r] = ranks[r]->step(inputs[rankIds[r]], step, lr, noDecay);
+              results[r] = ranks[r]->step(inputs[r], step, lr, noDecay);
             } catch (...) {
               // The first rank to fail is the one to report; it stops the others' waits.
               errors[r] = std::current_exception();
@@ -499,28 +454,18 @@ int train(const Options &options) {
       for (int64_t m = 0; m < runs; ++m) {
         // A rank over NCCL takes its own batch of the world's, in rank order.
         std::map<std::string, std::vector<int64_t>> inputs;
-        for (int r = 0; r < (gpuRank ? worldSize : 1); ++r) {
+        for (int r = 0; r < std::max(1, options.processes); ++r) {
           std::map<std::string, std::vector<int64_t>> next = nextInputs(layerMajor ? micro : 1);
-          if (!gpuRank || r == options.processRank)
+          if (options.processes == 0 || r == options.processRank)
             inputs = std::move(next);
         }
   #ifdef MT_HAS_CUDA
         if (device) {
           loss += device->run(inputs) / runs;
-          if (gpuRank) {
-            rankLoss[step & 1] = loss;
-            updates->push(P, step);
-          } else if (updates && clipping) {
-            // Every gradient has landed; once the last is measured, the step's updates go.
-            updates->waitStep(step, P);
-            double sum = 0;
-            for (double x : squares[step & 1])
-              sum += x;
-            clipScales[step & 1] = clipScale(std::sqrt(sum), adamw.grad_clip());
-            for (int p = 0; p < P; ++p)
-              updates->push(p, step);
-          }
-          if (!updates) // the overlapped updates read these pointers, set once before
+          rankLoss[step & 1] = loss;
+          if (updates)
+            updates->backwardDone(step);
+          else // the overlapped updates read these pointers, set once before
             for (int p = 0; p < plan.parameters_size(); ++p)
               gradients[p] = device->gradient(p);
         }
@@ -571,9 +516,9 @@ int train(const Options &options) {
         continue;
       } else {
         record.gradNorm = gradientNorm(gradients, counts);
-        clipScales[step & 1] = clipScale(record.gradNorm, adamw.grad_clip());
+        float clip = clipScale(record.gradNorm, adamw.grad_clip());
         for (int p = 0; p < plan.parameters_size(); ++p)
-          update(p, step);
+          update(p, step, clip);
       }
       report(record, std::chrono::steady_clock::now());
     }

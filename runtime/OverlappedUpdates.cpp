@@ -1,0 +1,75 @@
+// Overlapped updates: the queue's items are parameter p's update (p), its gradient's measure
+// when clipping (P + p), and the step's end (2P).
+#include "runtime/OverlappedUpdates.h"
+
+#include "runtime/AdamW.h"
+
+#include <numeric>
+
+namespace mt {
+
+namespace {
+
+/// The queue's order within a step: the updates as the next forward reads the parameters,
+/// the measures as the backward's gradients land (the reverse), then the step's end.
+std::vector<int> needOf(const std::vector<int> &readOrder) {
+  const int P = static_cast<int>(readOrder.size());
+  std::vector<int> need(2 * P + 1);
+  for (int place = 0; place < P; ++place) {
+    need[readOrder[place]] = place;
+    need[P + readOrder[place]] = 2 * P - 1 - place;
+  }
+  need[2 * P] = 2 * P;
+  return need;
+}
+
+} // namespace
+
+OverlappedUpdates::OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder,
+                                     double maxNorm)
+    : optimizer(std::move(optimizer)), parameters(static_cast<int>(readOrder.size())),
+      maxNorm(maxNorm), squares{std::vector<double>(readOrder.size(), 0.0),
+                                std::vector<double>(readOrder.size(), 0.0)},
+      queue([this](int item, int64_t step) { run(item, step); }, needOf(readOrder)) {}
+
+void OverlappedUpdates::run(int item, int64_t step) {
+  const int P = parameters;
+  std::vector<double> &stepSquares = squares[step & 1];
+  if (item < P) {
+    double itemSquares = optimizer.update(item, step, clipScales[step & 1]);
+    if (maxNorm <= 0)
+      stepSquares[item] = itemSquares;
+  } else if (item < 2 * P) {
+    stepSquares[item - P] = optimizer.measure(item - P);
+  } else {
+    if (maxNorm <= 0)
+      norms[step & 1] =
+          optimizer.norm(std::accumulate(stepSquares.begin(), stepSquares.end(), 0.0));
+    if (optimizer.finish)
+      optimizer.finish(step);
+  }
+}
+
+void OverlappedUpdates::landed(int p, int64_t step) {
+  queue.push(maxNorm > 0 ? parameters + p : p, step);
+}
+
+void OverlappedUpdates::backwardDone(int64_t step) {
+  if (maxNorm > 0) {
+    queue.waitStep(step, parameters); // the measures
+    const std::vector<double> &stepSquares = squares[step & 1];
+    norms[step & 1] =
+        optimizer.norm(std::accumulate(stepSquares.begin(), stepSquares.end(), 0.0));
+    clipScales[step & 1] = clipScale(norms[step & 1], maxNorm);
+    for (int p = 0; p < parameters; ++p)
+      queue.push(p, step);
+  }
+  queue.push(2 * parameters, step);
+}
+
+double OverlappedUpdates::finished(int64_t step) {
+  queue.waitStep(step, parameters + 1);
+  return norms[step & 1];
+}
+
+} // namespace mt
