@@ -54,13 +54,6 @@ double squaredNorm(const float *values, int64_t count) {
   return sumInOrder(partial);
 }
 
-double gradientNorm(const std::vector<float *> &gradients, const std::vector<int64_t> &counts) {
-  double sum = 0;
-  for (size_t p = 0; p < gradients.size(); ++p)
-    sum += squaredNorm(gradients[p], counts[p]);
-  return std::sqrt(sum);
-}
-
 float clipScale(double norm, double maxNorm) {
   return maxNorm > 0 && norm > maxNorm ? static_cast<float>(maxNorm / (norm + 1e-6)) : 1.0f;
 }

@@ -6,7 +6,6 @@
 #include "plan/plan.pb.h"
 
 #include <cstdint>
-#include <vector>
 
 namespace mt {
 
@@ -16,9 +15,6 @@ double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps)
 
 /// The sum of squares of `count` values, on every core, in a fixed order.
 double squaredNorm(const float *values, int64_t count);
-
-/// The global L2 norm of the gradients.
-double gradientNorm(const std::vector<float *> &gradients, const std::vector<int64_t> &counts);
 
 /// What torch's clip_grad_norm_ multiplies the gradients by so that their global norm `norm`
 /// is at most `maxNorm`: 1 when it is already (or maxNorm <= 0). adamwUpdate applies it.

@@ -1,5 +1,5 @@
-// The optimizer's side of steps whose updates overlap the device: each update starts when its
-// gradient lands on the host, or, when clipping, once every gradient has been measured.
+// The optimizer's side of a step, on a worker that may overlap the device: each update starts
+// when its gradient lands on the host, or, when clipping, once every gradient is measured.
 #ifndef MT_RUNTIME_OVERLAPPEDUPDATES_H
 #define MT_RUNTIME_OVERLAPPEDUPDATES_H
 
@@ -16,7 +16,9 @@ namespace mt {
 /// read. Without clipping a parameter's update is queued as its gradient lands. Clipping needs
 /// the global norm first: each gradient is measured as it lands instead, and the step's
 /// updates are queued once the last is, scaled by clipScale of the norm; they still overlap
-/// the next forward. Two steps' work may be in flight at once.
+/// the next forward. Two steps' work may be in flight at once. A step that cannot overlap (the
+/// host backend's, or several runs accumulated) hands every gradient over once it has run
+/// and waits for finished.
 class OverlappedUpdates {
 public:
   /// What the step's work is, per rank (over several ranks, "gradient" is this rank's shard

@@ -30,13 +30,14 @@ part() {
 }
 
 # Trains PLAN for STEPS steps on the device and on the host backend from the same weights and
-# tokens; the losses must agree within 2e-2 relative at every step.
+# tokens, with mt-run's further ARGS, into metrics NAME (default: the plan's); the losses and
+# the gradient norms must agree within 2e-2 relative at every step.
 train_both() {
-  local plan=$1 data=$2 steps=$3 name
-  name=$(basename "$plan" .mtp)
-  $run "$plan" --data "$data" --steps "$steps" --backend=cuda --metrics "$out/$name.cuda.jsonl" &&
-    $run "$plan" --data "$data" --steps "$steps" --backend=host --metrics "$out/$name.host.jsonl" &&
-    python3 $compare "$out/$name.cuda.jsonl" "$out/$name.host.jsonl" --tolerance 2e-2
+  local plan=$1 data=$2 steps=$3 name=${4:-$(basename "$1" .mtp)}
+  shift 4 2>/dev/null || shift $#
+  $run "$plan" --data "$data" --steps "$steps" --backend=cuda --metrics "$out/$name.cuda.jsonl" "$@" &&
+    $run "$plan" --data "$data" --steps "$steps" --backend=host --metrics "$out/$name.host.jsonl" "$@" &&
+    python3 $compare "$out/$name.cuda.jsonl" "$out/$name.host.jsonl" --tolerance 2e-2 --grad-norms
 }
 
 part device nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
@@ -76,6 +77,10 @@ part train-gpt2 train_both $plans/gpt2.mtp $plans/gpt2.tokens 20
 part train-llama train_both $plans/llama.mtp $plans/llama.tokens 20
 part train-llama-k2-m2 train_both $plans/llama-k2-m2.mtp $plans/llama.tokens 20
 part train-demo train_both $plans/demo.mtp $plans/corpus.bin 20
+# Clipped (the updates once every gradient is measured), and with sample-major micro-batches
+# (the updates after the step).
+part train-llama-clip train_both $plans/llama.mtp $plans/llama.tokens 20 llama-clip --grad-clip 0.5
+part train-llama-s2 train_both $plans/llama-s2.mtp $plans/llama.tokens 10
 
 # Data parallel in the executor: two ranks on this GPU (the collectives relayed through the
 # host), each uploading and offloading its shards, against one rank with twice the batch.

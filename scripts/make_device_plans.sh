@@ -26,6 +26,10 @@ np.random.default_rng(0).integers(0, 5, 64, dtype=np.uint16).tofile('$out/gradie
 "$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 -o "$out/llama.mtp"
 "$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --recompute-interval 2 \
   --micro-batches 2 --accumulation layer-major -o "$out/llama-k2-m2.mtp"
+# Two sample-major micro-batches: the step runs twice and the host sums the gradients, so the
+# updates wait for the whole step.
+"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --micro-batches 2 \
+  --accumulation sample-major -o "$out/llama-s2.mtp"
 # The same without layer templates, so that --check-kernels sees every kernel of the step
 # (the summed weight gradients become products with an addend).
 "$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --micro-batches 2 \

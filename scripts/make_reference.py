@@ -1,5 +1,6 @@
 # Trains the fixture models in PyTorch (Debian's torch 1.13, fp32) on one fixed batch with
-# torch.optim.AdamW, writing the token file and the per-step losses that mt must reproduce.
+# torch.optim.AdamW, unclipped and clipped, writing the token file and the per-step losses and
+# gradient norms that mt must reproduce.
 # Usage: make_reference.py OUTDIR [STEPS]
 import json
 import os
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 import make_fixtures as fx
 
 
-def reference(model, name, outdir, steps):
+def reference(model, name, outdir, steps, clip):
     # A file of exactly B*(T+1) tokens: mt-run's windows wrap, so every step sees this batch.
     generator = np.random.default_rng(1)
     tokens = generator.integers(0, fx.VOCAB, size=fx.BATCH * (fx.SEQ + 1)).astype(np.uint16)
@@ -23,17 +24,23 @@ def reference(model, name, outdir, steps):
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
                                   weight_decay=0.01)
-    losses = []
+    losses, norms = [], []
     for _ in range(steps):
         optimizer.zero_grad()
         logits = model(inputs)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         loss.backward()
+        # An infinite bound measures only: the gradients are multiplied by 1.
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip or float("inf"))
         optimizer.step()
         losses.append(loss.item())
-    with open(os.path.join(outdir, name + ".losses.json"), "w") as out:
-        json.dump({"lr": 1e-3, "weight_decay": 0.01, "losses": losses}, out)
-    print(f"{name}: {steps} steps, loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+        norms.append(norm.item())
+    suffix = f".clip{clip:g}" if clip else ""
+    with open(os.path.join(outdir, name + suffix + ".losses.json"), "w") as out:
+        json.dump({"lr": 1e-3, "weight_decay": 0.01, "grad_clip": clip, "losses": losses,
+                   "grad_norms": norms}, out)
+    print(f"{name}{suffix}: {steps} steps, loss {losses[0]:.6f} -> {losses[-1]:.6f}, "
+          f"gradient norm {norms[0]:.4f} -> {norms[-1]:.4f}")
 
 
 def main():
@@ -43,8 +50,10 @@ def main():
     steps = int(sys.argv[2]) if len(sys.argv) == 3 else 20
     os.makedirs(outdir, exist_ok=True)
     # The same seeded modules that make_fixtures.py exported: the ONNX files hold these weights.
-    reference(fx.build(fx.GptModel), "gpt2", outdir, steps)
-    reference(fx.build(fx.LlamaModel), "llama", outdir, steps)
+    # The clip bounds lie below every step's norm, so that each step is clipped.
+    for model, name, clip in (fx.GptModel, "gpt2", 1.0), (fx.LlamaModel, "llama", 0.5):
+        reference(fx.build(model), name, outdir, steps, 0)
+        reference(fx.build(model), name, outdir, steps, clip)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -263,21 +264,24 @@ int train(const Options &options) {
     device->printStartup(parameters);
   }
 #endif
-  // AdamW of one parameter at one step from its gradient times `clip`; returns the gradient's
-  // squared norm. On the device the updates overlap it (OverlappedUpdates), unless several
-  // sample-major runs need every gradient first.
+  // The step's AdamW, one parameter at a time on the update worker (OverlappedUpdates). On the
+  // device the updates overlap it, unless several sample-major runs need every gradient
+  // first; otherwise the step's gradients are handed over once it has run.
   std::atomic<int64_t> currentStep{0};
   std::vector<float *> gradients(plan.parameters_size());
   bool overlapped = onDevice && (layerMajor || micro == 1);
   auto decayOf = [&](int p) {
     return std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();
   };
-  auto update = [&](int p, int64_t step, float clip) {
+  OverlappedUpdates::Optimizer optimizer;
+  optimizer.update = [&](int p, int64_t step, float clip) {
     const ParameterState &parameter = state.parameters[p];
     return adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
                        gradients[p], parameter.count, learningRate(adamw, step, options.steps),
                        decayOf(p), adamw, step, parameter.streamCopy, clip);
   };
+  optimizer.measure = [&](int p) { return squaredNorm(gradients[p], counts[p]); };
+  optimizer.norm = [](double squares) { return std::sqrt(squares); };
   // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
   // several sample-major runs, their sum in `accumulated`.
   std::vector<std::vector<float>> hostGradients, accumulated;
@@ -337,38 +341,45 @@ int train(const Options &options) {
                                       : "as gradients land",
                 nccl->deviceBytes() / 1048576.0);
   }
-  if (overlapped) {
-    OverlappedUpdates::Optimizer optimizer;
-    if (ncclRank) {
-      int deviceId = 0;
-      MT_CUDA_CHECK(cudaGetDevice(&deviceId));
-      // NCCL runs on the update worker, which must use the rank's GPU.
-      auto bound = [deviceId] {
-        thread_local int boundDevice = -1;
-        if (boundDevice != deviceId)
-          MT_CUDA_CHECK(cudaSetDevice(deviceId));
-        boundDevice = deviceId;
-      };
-      optimizer.update = [&](int p, int64_t step, float clip) {
-        return ncclRank->updateShard(p, gradients[p], step,
-                                     learningRate(adamw, step, options.steps), decayOf(p), clip);
-      };
-      optimizer.measure = [&](int p) { return ncclRank->shardSquares(p, gradients[p]); };
-      optimizer.norm = [&, bound](double squares) {
-        bound();
-        return ncclRank->globalNorm(squares);
-      };
-      optimizer.finish = [&, bound](int64_t step) {
-        bound();
-        meanLoss[step & 1] = ncclRank->meanLoss(rankLoss[step & 1]);
-      };
-    } else {
-      optimizer.update = update;
-      optimizer.measure = [&](int p) { return squaredNorm(gradients[p], counts[p]); };
-      optimizer.norm = [](double squares) { return std::sqrt(squares); };
-    }
-    updates = std::make_unique<OverlappedUpdates>(std::move(optimizer), device->readOrder(),
+  if (ncclRank) {
+    int deviceId = 0;
+    MT_CUDA_CHECK(cudaGetDevice(&deviceId));
+    // NCCL runs on the update worker, which must use the rank's GPU.
+    auto bound = [deviceId] {
+      thread_local int boundDevice = -1;
+      if (boundDevice != deviceId)
+        MT_CUDA_CHECK(cudaSetDevice(deviceId));
+      boundDevice = deviceId;
+    };
+    optimizer.update = [&](int p, int64_t step, float clip) {
+      return ncclRank->updateShard(p, gradients[p], step, learningRate(adamw, step, options.steps),
+                                   decayOf(p), clip);
+    };
+    optimizer.measure = [&](int p) { return ncclRank->shardSquares(p, gradients[p]); };
+    optimizer.norm = [&, bound](double squares) {
+      bound();
+      return ncclRank->globalNorm(squares);
+    };
+    optimizer.finish = [&, bound](int64_t step) {
+      bound();
+      meanLoss[step & 1] = ncclRank->meanLoss(rankLoss[step & 1]);
+    };
+  }
+#endif
+  // One rank's updates (thread ranks update in their DataParallelRank::step), in the order a
+  // step reads the parameters.
+  if (options.ranks <= 1) {
+    std::vector<int> readOrder(plan.parameters_size());
+    std::iota(readOrder.begin(), readOrder.end(), 0);
+#ifdef MT_HAS_CUDA
+    if (device)
+      readOrder = device->readOrder();
+#endif
+    updates = std::make_unique<OverlappedUpdates>(std::move(optimizer), readOrder,
                                                   adamw.grad_clip());
+  }
+#ifdef MT_HAS_CUDA
+  if (overlapped) {
     for (int p = 0; p < plan.parameters_size(); ++p)
       gradients[p] = device->gradient(p);
     device->onGradient([&](int p) { updates->landed(p, currentStep); });
@@ -463,9 +474,7 @@ int train(const Options &options) {
         if (device) {
           loss += device->run(inputs) / runs;
           rankLoss[step & 1] = loss;
-          if (updates)
-            updates->backwardDone(step);
-          else // the overlapped updates read these pointers, set once before
+          if (!overlapped) // the overlapped updates read these pointers, set once before
             for (int p = 0; p < plan.parameters_size(); ++p)
               gradients[p] = device->gradient(p);
         }
@@ -508,21 +517,23 @@ int train(const Options &options) {
       StepRecord record{step, loss, 0.0, lr, start, deviceReport, deviceMetrics};
       if (!ranks.empty()) {
         record.gradNorm = gradNorm; // the ranks updated their shards and gathered the weights
-      } else if (updates) {
-        // The updates of this step are still running; the last step's are done or nearly.
-        if (step > 1)
-          report(finishUpdates(step - 1), start);
-        last = record;
-        continue;
       } else {
-        record.gradNorm = gradientNorm(gradients, counts);
-        float clip = clipScale(record.gradNorm, adamw.grad_clip());
-        for (int p = 0; p < plan.parameters_size(); ++p)
-          update(p, step, clip);
+        if (!overlapped) // every gradient is in host memory now
+          for (int p = 0; p < plan.parameters_size(); ++p)
+            updates->landed(p, step);
+        updates->backwardDone(step);
+        if (overlapped) {
+          // The updates of this step are still running; the last step's are done or nearly.
+          if (step > 1)
+            report(finishUpdates(step - 1), start);
+          last = record;
+          continue;
+        }
+        record.gradNorm = updates->finished(step);
       }
       report(record, std::chrono::steady_clock::now());
     }
-    if (updates && options.steps > 0)
+    if (overlapped && options.steps > 0)
       report(finishUpdates(options.steps), std::chrono::steady_clock::now());
   } catch (...) {
     // The device's gradient callbacks end first, then the updates, which read the device's

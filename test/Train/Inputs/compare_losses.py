@@ -1,16 +1,37 @@
 # Compares the per-step losses of an mt-run --metrics file with a reference: PyTorch's
 # losses (JSON with "losses"), where the first must agree within 1e-5 relative and every step
-# within 1e-3, or another metrics file, where every step must agree within --tolerance.
-# Exit 1 when they differ.
+# within 1e-3, or another metrics file, where every step must agree within --tolerance. With
+# --grad-norms the gradient norms (before clipping) must agree in the same way. Exit 1 when
+# they differ.
 import argparse
 import json
 import sys
 
 
-def losses(path):
+# A metrics file's key and the reference JSON's list of it.
+REFERENCE_KEYS = {"loss": "losses", "grad_norm": "grad_norms"}
+
+
+def series(path, key):
     if path.endswith(".json"):
-        return json.load(open(path))["losses"]
-    return [json.loads(line)["loss"] for line in open(path)]
+        return json.load(open(path))[REFERENCE_KEYS[key]]
+    return [json.loads(line)[key] for line in open(path)]
+
+
+def compare(args, key):
+    """Prints how far the metrics' `key` is from the reference's; exits when too far."""
+    got, want = series(args.metrics, key), series(args.reference, key)
+    if len(got) != len(want):
+        sys.exit(f"{len(got)} steps in {args.metrics}, {len(want)} in {args.reference}")
+    errors = [abs(g - w) / abs(w) for g, w in zip(got, want)]
+    worst = max(range(len(errors)), key=errors.__getitem__)
+    name = key.replace("_", " ")
+    print(f"first {name} {got[0]:.7f} vs {want[0]:.7f} (relative error {errors[0]:.2e}); "
+          f"worst step {worst + 1}: {got[worst]:.7f} vs {want[worst]:.7f} ({errors[worst]:.2e})")
+    first, every = (args.tolerance, args.tolerance) if args.tolerance else (1e-5, 1e-3)
+    if errors[0] > first or errors[worst] > every:
+        sys.exit(f"the {REFERENCE_KEYS[key].replace('_', ' ')} differ")
+    return len(got)
 
 
 def main():
@@ -18,18 +39,13 @@ def main():
     parser.add_argument("metrics")
     parser.add_argument("reference")
     parser.add_argument("--tolerance", type=float, help="one bound for every step")
+    parser.add_argument("--grad-norms", action="store_true",
+                        help="compare the gradient norms too")
     args = parser.parse_args()
-    got, want = losses(args.metrics), losses(args.reference)
-    if len(got) != len(want):
-        sys.exit(f"{len(got)} steps in {args.metrics}, {len(want)} in {args.reference}")
-    errors = [abs(g - w) / abs(w) for g, w in zip(got, want)]
-    worst = max(range(len(errors)), key=errors.__getitem__)
-    print(f"first loss {got[0]:.7f} vs {want[0]:.7f} (relative error {errors[0]:.2e}); "
-          f"worst step {worst + 1}: {got[worst]:.7f} vs {want[worst]:.7f} ({errors[worst]:.2e})")
-    first, every = (args.tolerance, args.tolerance) if args.tolerance else (1e-5, 1e-3)
-    if errors[0] > first or errors[worst] > every:
-        sys.exit("the losses differ")
-    print(f"matches over {len(got)} steps")
+    steps = compare(args, "loss")
+    if args.grad_norms:
+        compare(args, "grad_norm")
+    print(f"matches over {steps} steps")
 
 
 if __name__ == "__main__":
