@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <immintrin.h>
@@ -29,11 +32,93 @@ namespace {
 /// a whole number of vectors, so adamwUpdate can update by them.
 constexpr int64_t kNormChunk = 1 << 16;
 
-double chunkSquares(const float *values, int64_t begin, int64_t end) {
-  double sum = 0;
+/// A chunk's squares go to kSquareLanes double sums, element i to lane i mod kSquareLanes,
+/// added pairwise at the end: every vector unit then adds in the same order (the same bits),
+/// and the sums do not wait on each other, so the norm costs little beside the update. A
+/// float's square is exact in double: only the sums round.
+constexpr int kSquareLanes = 16;
+
+double combineLanes(double *lanes) {
+  for (int width = kSquareLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j)
+      lanes[j] += lanes[j + width];
+  return lanes[0];
+}
+
+void squaresScalar(const float *values, int64_t begin, int64_t end, double *lanes) {
   for (int64_t i = begin; i < end; ++i)
-    sum += static_cast<double>(values[i]) * values[i];
-  return sum;
+    lanes[(i - begin) % kSquareLanes] += static_cast<double>(values[i]) * values[i];
+}
+
+__attribute__((target("avx512f"))) void squaresAvx512(const float *values, int64_t begin,
+                                                      int64_t end, double *lanes) {
+  __m512d low = _mm512_loadu_pd(lanes), high = _mm512_loadu_pd(lanes + 8);
+  int64_t i = begin;
+  for (; i + kSquareLanes <= end; i += kSquareLanes) {
+    __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(values + i));
+    __m512d b = _mm512_cvtps_pd(_mm256_loadu_ps(values + i + 8));
+    low = _mm512_add_pd(low, _mm512_mul_pd(a, a));
+    high = _mm512_add_pd(high, _mm512_mul_pd(b, b));
+  }
+  _mm512_storeu_pd(lanes, low);
+  _mm512_storeu_pd(lanes + 8, high);
+  squaresScalar(values, i, end, lanes);
+}
+
+__attribute__((target("avx2"))) void squaresAvx2(const float *values, int64_t begin, int64_t end,
+                                                 double *lanes) {
+  __m256d sums[4];
+  for (int k = 0; k < 4; ++k)
+    sums[k] = _mm256_loadu_pd(lanes + 4 * k);
+  int64_t i = begin;
+  for (; i + kSquareLanes <= end; i += kSquareLanes)
+    for (int k = 0; k < 4; ++k) {
+      __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(values + i + 4 * k));
+      sums[k] = _mm256_add_pd(sums[k], _mm256_mul_pd(x, x));
+    }
+  for (int k = 0; k < 4; ++k)
+    _mm256_storeu_pd(lanes + 4 * k, sums[k]);
+  squaresScalar(values, i, end, lanes);
+}
+
+using SquaresRange = void (*)(const float *, int64_t, int64_t, double *);
+
+enum class VectorUnit { Scalar, Avx2, Avx512 };
+
+/// The widest unit this CPU has, or the narrower one MT_VECTOR_UNIT names (scalar, avx2),
+/// so that a test can run every path the CPU has.
+VectorUnit vectorUnit() {
+  static const VectorUnit chosen = [] {
+    VectorUnit widest = __builtin_cpu_supports("avx512f") ? VectorUnit::Avx512
+                        : __builtin_cpu_supports("avx2")  ? VectorUnit::Avx2
+                                                          : VectorUnit::Scalar;
+    const char *asked = std::getenv("MT_VECTOR_UNIT");
+    if (!asked || !*asked || std::strcmp(asked, "avx512") == 0)
+      return widest;
+    if (std::strcmp(asked, "scalar") == 0)
+      return VectorUnit::Scalar;
+    if (std::strcmp(asked, "avx2") == 0 && widest != VectorUnit::Scalar)
+      return VectorUnit::Avx2;
+    throw std::runtime_error(std::string("MT_VECTOR_UNIT=") + asked +
+                             ": this CPU's units are scalar, avx2, avx512, up to its widest");
+  }();
+  return chosen;
+}
+
+/// The path of the chosen vector unit.
+template <typename Path> Path forVectorUnit(Path scalar, Path avx2, Path avx512) {
+  VectorUnit unit = vectorUnit();
+  return unit == VectorUnit::Avx512 ? avx512 : unit == VectorUnit::Avx2 ? avx2 : scalar;
+}
+
+SquaresRange vectorSquares() {
+  return forVectorUnit<SquaresRange>(squaresScalar, squaresAvx2, squaresAvx512);
+}
+
+double chunkSquares(SquaresRange squares, const float *values, int64_t begin, int64_t end) {
+  double lanes[kSquareLanes] = {};
+  squares(values, begin, end, lanes);
+  return combineLanes(lanes);
 }
 
 double sumInOrder(const std::vector<double> &partial) {
@@ -49,8 +134,17 @@ double squaredNorm(const float *values, int64_t count) {
   int64_t chunks = (count + kNormChunk - 1) / kNormChunk;
   std::vector<double> partial(chunks, 0.0);
   runParallel(chunks, [&](int64_t c) {
-    partial[c] = chunkSquares(values, c * kNormChunk, std::min(count, (c + 1) * kNormChunk));
+    partial[c] = chunkSquares(vectorSquares(), values, c * kNormChunk,
+                              std::min(count, (c + 1) * kNormChunk));
   });
+  return sumInOrder(partial);
+}
+
+double squaredNormScalar(const float *values, int64_t count) {
+  std::vector<double> partial;
+  for (int64_t begin = 0; begin < count; begin += kNormChunk)
+    partial.push_back(
+        chunkSquares(squaresScalar, values, begin, std::min(count, begin + kNormChunk)));
   return sumInOrder(partial);
 }
 
@@ -75,17 +169,20 @@ struct AdamWStep {
 
   AdamWStep(const plan::AdamW &config, double lr, double weightDecay, int64_t step,
             float gradScale)
-      : gradScale(gradScale), decay(static_cast<float>(1.0 - lr * weightDecay)), beta1(config.beta1()),
-        oneMinusBeta1(1 - beta1), beta2(config.beta2()), oneMinusBeta2(1 - beta2),
+      : gradScale(gradScale), decay(static_cast<float>(1.0 - lr * weightDecay)),
+        beta1(config.beta1()), oneMinusBeta1(1 - beta1), beta2(config.beta2()),
+        oneMinusBeta2(1 - beta2),
         negativeStepSize(-static_cast<float>(lr / (1.0 - std::pow(config.beta1(), step)))),
         correction2Sqrt(static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2(), step)))),
         eps(config.eps()) {}
 };
 
-/// The same fp32 operations in the same order as torch's single-tensor AdamW.
-void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const float *grad,
-                  uint16_t *bf16, int64_t begin, int64_t end) {
+/// The same fp32 operations in the same order as torch's single-tensor AdamW, and the
+/// gradient's squares into the lanes of a chunk that starts at `origin`.
+void updateElements(const AdamWStep &k, float *param, float *m, float *v, const float *grad,
+                    uint16_t *bf16, int64_t begin, int64_t end, double *lanes, int64_t origin) {
   for (int64_t i = begin; i < end; ++i) {
+    lanes[(i - origin) % kSquareLanes] += static_cast<double>(grad[i]) * grad[i];
     float g = grad[i] * k.gradScale; // torch's clip_grad_norm_ scales in place, in fp32
     param[i] *= k.decay;
     m[i] = m[i] * k.beta1 + g * k.oneMinusBeta1;
@@ -97,19 +194,33 @@ void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const fl
   }
 }
 
+/// One chunk's update: the chunk's gradient squares go to `lanes` as squaresScalar puts them.
+void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const float *grad,
+                  uint16_t *bf16, int64_t begin, int64_t end, double *lanes) {
+  updateElements(k, param, m, v, grad, bf16, begin, end, lanes, begin);
+}
+
 // The vector paths do the scalar path's operations one by one (no fused multiply-add), so
-// their results are bit-identical to it.
+// their results are bit-identical to it; they square the gradient as it is loaded.
 __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *param, float *m,
                                                      float *v, const float *grad, uint16_t *bf16,
-                                                     int64_t begin, int64_t end) {
-  const __m512 gradScale = _mm512_set1_ps(k.gradScale), decay = _mm512_set1_ps(k.decay), beta1 = _mm512_set1_ps(k.beta1),
-               oneMinusBeta1 = _mm512_set1_ps(k.oneMinusBeta1), beta2 = _mm512_set1_ps(k.beta2),
-               oneMinusBeta2 = _mm512_set1_ps(k.oneMinusBeta2),
+                                                     int64_t begin, int64_t end, double *lanes) {
+  const __m512 gradScale = _mm512_set1_ps(k.gradScale), decay = _mm512_set1_ps(k.decay),
+               beta1 = _mm512_set1_ps(k.beta1), oneMinusBeta1 = _mm512_set1_ps(k.oneMinusBeta1),
+               beta2 = _mm512_set1_ps(k.beta2), oneMinusBeta2 = _mm512_set1_ps(k.oneMinusBeta2),
                stepSize = _mm512_set1_ps(k.negativeStepSize),
                correction = _mm512_set1_ps(k.correction2Sqrt), eps = _mm512_set1_ps(k.eps);
+  static_assert(kSquareLanes == 16, "16 floats a vector, 8 doubles a half");
+  __m512d low = _mm512_loadu_pd(lanes), high = _mm512_loadu_pd(lanes + 8);
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
-    __m512 g = _mm512_mul_ps(_mm512_loadu_ps(grad + i), gradScale);
+    __m512 raw = _mm512_loadu_ps(grad + i);
+    __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(raw));
+    __m512d b =
+        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(raw), 1)));
+    low = _mm512_add_pd(low, _mm512_mul_pd(a, a));
+    high = _mm512_add_pd(high, _mm512_mul_pd(b, b));
+    __m512 g = _mm512_mul_ps(raw, gradScale);
     __m512 p = _mm512_mul_ps(_mm512_loadu_ps(param + i), decay);
     __m512 mi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(m + i), beta1),
                               _mm512_mul_ps(g, oneMinusBeta1));
@@ -134,20 +245,32 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
       _mm256_storeu_si256(reinterpret_cast<__m256i *>(bf16 + i), _mm512_cvtepi32_epi16(rounded));
     }
   }
-  updateScalar(k, param, m, v, grad, bf16, i, end);
+  _mm512_storeu_pd(lanes, low);
+  _mm512_storeu_pd(lanes + 8, high);
+  updateElements(k, param, m, v, grad, bf16, i, end, lanes, begin);
 }
 
 __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param, float *m,
                                                 float *v, const float *grad, uint16_t *bf16,
-                                                int64_t begin, int64_t end) {
-  const __m256 gradScale = _mm256_set1_ps(k.gradScale), decay = _mm256_set1_ps(k.decay), beta1 = _mm256_set1_ps(k.beta1),
-               oneMinusBeta1 = _mm256_set1_ps(k.oneMinusBeta1), beta2 = _mm256_set1_ps(k.beta2),
-               oneMinusBeta2 = _mm256_set1_ps(k.oneMinusBeta2),
+                                                int64_t begin, int64_t end, double *lanes) {
+  const __m256 gradScale = _mm256_set1_ps(k.gradScale), decay = _mm256_set1_ps(k.decay),
+               beta1 = _mm256_set1_ps(k.beta1), oneMinusBeta1 = _mm256_set1_ps(k.oneMinusBeta1),
+               beta2 = _mm256_set1_ps(k.beta2), oneMinusBeta2 = _mm256_set1_ps(k.oneMinusBeta2),
                stepSize = _mm256_set1_ps(k.negativeStepSize),
                correction = _mm256_set1_ps(k.correction2Sqrt), eps = _mm256_set1_ps(k.eps);
+  // Two vectors of 8 floats fill the 16 lanes: sums[0..1] the first's, sums[2..3] the next's.
+  __m256d sums[4];
+  for (int s = 0; s < 4; ++s)
+    sums[s] = _mm256_loadu_pd(lanes + 4 * s);
   int64_t i = begin;
   for (; i + 8 <= end; i += 8) {
-    __m256 g = _mm256_mul_ps(_mm256_loadu_ps(grad + i), gradScale);
+    __m256 raw = _mm256_loadu_ps(grad + i);
+    __m256d a = _mm256_cvtps_pd(_mm256_castps256_ps128(raw));
+    __m256d b = _mm256_cvtps_pd(_mm256_extractf128_ps(raw, 1));
+    int half = 2 * static_cast<int>(((i - begin) / 8) & 1);
+    sums[half] = _mm256_add_pd(sums[half], _mm256_mul_pd(a, a));
+    sums[half + 1] = _mm256_add_pd(sums[half + 1], _mm256_mul_pd(b, b));
+    __m256 g = _mm256_mul_ps(raw, gradScale);
     __m256 p = _mm256_mul_ps(_mm256_loadu_ps(param + i), decay);
     __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), beta1),
                               _mm256_mul_ps(g, oneMinusBeta1));
@@ -162,31 +285,30 @@ __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param
       for (int j = 0; j < 8; ++j)
         bf16[i + j] = toBfloat16(param[i + j]);
   }
-  updateScalar(k, param, m, v, grad, bf16, i, end);
+  for (int s = 0; s < 4; ++s)
+    _mm256_storeu_pd(lanes + 4 * s, sums[s]);
+  updateElements(k, param, m, v, grad, bf16, i, end, lanes, begin);
 }
 
 using UpdateRange = void (*)(const AdamWStep &, float *, float *, float *, const float *,
-                             uint16_t *, int64_t, int64_t);
+                             uint16_t *, int64_t, int64_t, double *);
 
 UpdateRange vectorUpdate() {
-  static const UpdateRange chosen = __builtin_cpu_supports("avx512f") ? updateAvx512
-                                    : __builtin_cpu_supports("avx2")  ? updateAvx2
-                                                                      : updateScalar;
-  return chosen;
+  return forVectorUnit<UpdateRange>(updateScalar, updateAvx2, updateAvx512);
 }
 
 } // namespace
 
 const char *adamwVectorUnit() {
-  UpdateRange chosen = vectorUpdate();
-  return chosen == updateAvx512 ? "avx512" : chosen == updateAvx2 ? "avx2" : "scalar";
+  return forVectorUnit<const char *>("scalar", "avx2", "avx512");
 }
 
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
                        uint16_t *bf16, float gradScale) {
+  double lanes[kSquareLanes] = {};
   updateScalar(AdamWStep(config, lr, weightDecay, step, gradScale), param, m, v, grad, bf16, 0,
-               count);
+               count, lanes);
 }
 
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
@@ -194,15 +316,15 @@ double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t 
                    float gradScale) {
   AdamWStep constants(config, lr, weightDecay, step, gradScale);
   UpdateRange update = vectorUpdate();
-  // Every element is independent: the chunks spread over all cores. Each chunk's gradient
-  // is squared first, which brings it into cache for the update: the norm costs no extra
-  // pass over memory.
+  // Every element is independent: the chunks spread over all cores. Each gradient element is
+  // squared as the update loads it: the norm costs no pass over memory of its own.
   int64_t chunks = (count + kNormChunk - 1) / kNormChunk;
   std::vector<double> partial(chunks, 0.0);
   runParallel(chunks, [&](int64_t c) {
     int64_t begin = c * kNormChunk, end = std::min(count, begin + kNormChunk);
-    partial[c] = chunkSquares(grad, begin, end);
-    update(constants, param, m, v, grad, bf16, begin, end);
+    double lanes[kSquareLanes] = {};
+    update(constants, param, m, v, grad, bf16, begin, end, lanes);
+    partial[c] = combineLanes(lanes);
   });
   return sumInOrder(partial);
 }

@@ -13,11 +13,16 @@ namespace mt {
 /// constant or a cosine decay to `min_lr` at `totalSteps`.
 double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps);
 
-/// The sum of squares of `count` values, on every core, in a fixed order.
+/// The sum of squares of `count` values, on every core, in a fixed order (the same bits on
+/// every vector unit and core count).
 double squaredNorm(const float *values, int64_t count);
+/// The scalar reference of squaredNorm, one thread, for tests of the vector paths.
+double squaredNormScalar(const float *values, int64_t count);
 
 /// What torch's clip_grad_norm_ multiplies the gradients by so that their global norm `norm`
-/// is at most `maxNorm`: 1 when it is already (or maxNorm <= 0). adamwUpdate applies it.
+/// is at most `maxNorm`: 1 when it is already (or maxNorm <= 0). adamwUpdate applies it. The
+/// scale is computed in double from mt's norm; torch's comes from its fp32 norm, so the two
+/// can differ in the last bit.
 float clipScale(double norm, double maxNorm);
 
 /// `value` rounded to bfloat16 (nearest even; NaN stays NaN): the copy the device streams.

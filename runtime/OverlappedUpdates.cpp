@@ -5,6 +5,8 @@
 #include "runtime/AdamW.h"
 
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace mt {
 
@@ -51,10 +53,18 @@ void OverlappedUpdates::run(int item, int64_t step) {
 }
 
 void OverlappedUpdates::landed(int p, int64_t step) {
-  queue.push(maxNorm > 0 ? parameters + p : p, step);
+  ++landings[step & 1];
+  // The queue turns an item it does not know into its error: -1 for an unknown parameter.
+  bool known = p >= 0 && p < parameters;
+  queue.push(!known ? -1 : maxNorm > 0 ? parameters + p : p, step);
 }
 
 void OverlappedUpdates::backwardDone(int64_t step) {
+  int landed = landings[step & 1].exchange(0);
+  if (landed != parameters)
+    throw std::logic_error("step " + std::to_string(step) + " handed over " +
+                           std::to_string(landed) + " gradients for " +
+                           std::to_string(parameters) + " parameters");
   if (maxNorm > 0) {
     queue.waitStep(step, parameters); // the measures
     const std::vector<double> &stepSquares = squares[step & 1];

@@ -5,6 +5,7 @@
 
 #include "runtime/UpdateQueue.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -23,7 +24,9 @@ class OverlappedUpdates {
 public:
   /// What the step's work is, per rank (over several ranks, "gradient" is this rank's shard
   /// of the mean gradient). Each runs on the worker, but norm when clipping (on the thread
-  /// that calls backwardDone).
+  /// that calls backwardDone). norm and finish never run at once: when clipping, step s+1's
+  /// norm waits for its measures, which the worker runs after step s's finish; so the ranks'
+  /// collectives keep one order (norm s, loss s, norm s+1, ...) on one communicator.
   struct Optimizer {
     /// AdamW of parameter p at `step` from its gradient times `clip`; returns the squared
     /// norm of the gradient as given.
@@ -41,10 +44,11 @@ public:
   OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder, double maxNorm);
 
   /// Parameter p's gradient of `step` is in host memory. Safe from any thread, including a
-  /// CUDA host callback: it only takes a lock.
+  /// CUDA host callback: it only takes a lock, and an unknown p becomes the next wait's error.
   void landed(int p, int64_t step);
-  /// Every gradient of `step` has landed (each exactly once). When clipping, waits for them
-  /// to be measured, then queues the updates.
+  /// Every gradient of `step` has landed, each once (else it throws, naming the count). When
+  /// clipping, waits for them to be measured, then queues the updates. Step s + 2 may begin
+  /// only after finished(s): the two steps share their slots.
   void backwardDone(int64_t step);
   /// Blocks until p's queued update has run: before a step reads p or overwrites its gradient.
   void waitFor(int p) { queue.waitFor(p); }
@@ -60,6 +64,7 @@ private:
   const double maxNorm;
   // Per step, alternating: each gradient's squares, the norm and the clip scale.
   std::vector<double> squares[2];
+  std::atomic<int> landings[2] = {0, 0};
   double norms[2] = {0, 0};
   float clipScales[2] = {1.0f, 1.0f};
   UpdateQueue queue; // last: its worker reads the members above

@@ -19,10 +19,11 @@ namespace mt {
 
 class UpdateQueue {
 public:
-  /// Applies the optimizer step `step` to `parameter`.
+  /// Runs item `parameter` of step `step`: a parameter's update, or another piece of the
+  /// optimizer's work (OverlappedUpdates numbers them past the parameters).
   using Update = std::function<void(int parameter, int64_t step)>;
-  /// `need[p]` is parameter p's place in the order a step first reads the parameters. Queued
-  /// updates run oldest step first, then in that order: the backward hands gradients over
+  /// `need[p]` is item p's place in the order a step first reads the parameters. Queued
+  /// items run oldest step first, then in that order: the backward hands gradients over
   /// last layer first, but the next forward needs the first layer first.
   UpdateQueue(Update update, std::vector<int> need);
   ~UpdateQueue();

@@ -81,6 +81,22 @@ double DataParallelRank::meanLoss(double loss) {
   return communicator.allReduceSum(loss) / communicator.size();
 }
 
+OverlappedUpdates::Optimizer
+DataParallelRank::overlappedOptimizer(std::function<float *(int p)> gradient,
+                                      std::function<double(int64_t step)> lr,
+                                      std::function<double(int p)> decay, double (&losses)[2]) {
+  OverlappedUpdates::Optimizer optimizer;
+  optimizer.update = [this, gradient, lr, decay](int p, int64_t step, float clip) {
+    return updateShard(p, gradient(p), step, lr(step), decay(p), clip);
+  };
+  optimizer.measure = [this, gradient](int p) { return shardSquares(p, gradient(p)); };
+  optimizer.norm = [this](double squares) { return globalNorm(squares); };
+  optimizer.finish = [this, &losses](int64_t step) {
+    losses[step & 1] = meanLoss(losses[step & 1]);
+  };
+  return optimizer;
+}
+
 DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t step, double lr,
                                                 const std::regex &noDecay) {
   const plan::Plan &plan = state.plan;

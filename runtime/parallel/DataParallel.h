@@ -8,6 +8,7 @@
 #define MT_RUNTIME_PARALLEL_DATAPARALLEL_H
 
 #include "runtime/HostState.h"
+#include "runtime/OverlappedUpdates.h"
 #include "runtime/parallel/Communicator.h"
 
 #include <functional>
@@ -58,6 +59,13 @@ public:
   double globalNorm(double squares);
   /// The mean of the ranks' losses (a collective).
   double meanLoss(double loss);
+  /// OverlappedUpdates' work for this rank (OnDevice): updateShard of `gradient(p)` at
+  /// `lr(step)` and `decay(p)`, shardSquares of it, globalNorm, and at each step's end the
+  /// rank's loss in `losses[step & 1]` replaced by meanLoss.
+  OverlappedUpdates::Optimizer overlappedOptimizer(std::function<float *(int p)> gradient,
+                                                   std::function<double(int64_t step)> lr,
+                                                   std::function<double(int p)> decay,
+                                                   double (&losses)[2]);
   /// p's weights from every rank's shard of the masters (a collective): the final weights.
   std::vector<float> gathered(int p);
 

@@ -76,6 +76,7 @@ private:
 
 struct Trained {
   std::vector<double> losses;            // per step, the mean over the ranks
+  std::vector<double> norms;             // per step, the gradient norm before clipping
   std::vector<std::vector<float>> masters; // the final weights
 };
 
@@ -115,22 +116,17 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
   std::atomic<int64_t> current{0};
   std::unique_ptr<mt::OverlappedUpdates> updates;
   if (overlapped) {
-    mt::OverlappedUpdates::Optimizer optimizer;
-    optimizer.update = [&](int p, int64_t step, float clip) {
-      double decay = std::regex_search(plan.parameters(p).name(), noDecay)
-                         ? 0.0
-                         : plan.optimizer().weight_decay();
-      return dataParallel.updateShard(p, executor.gradient(p), step,
-                                      mt::learningRate(plan.optimizer(), step, kSteps), decay,
-                                      clip);
+    auto decay = [&](int p) {
+      return std::regex_search(plan.parameters(p).name(), noDecay)
+                 ? 0.0
+                 : plan.optimizer().weight_decay();
     };
-    optimizer.measure = [&](int p) { return dataParallel.shardSquares(p, executor.gradient(p)); };
-    optimizer.norm = [&](double squares) { return dataParallel.globalNorm(squares); };
-    optimizer.finish = [&](int64_t step) {
-      losses[step & 1] = dataParallel.meanLoss(losses[step & 1]);
-    };
-    updates = std::make_unique<mt::OverlappedUpdates>(std::move(optimizer), executor.readOrder(),
-                                                      plan.optimizer().grad_clip());
+    updates = std::make_unique<mt::OverlappedUpdates>(
+        dataParallel.overlappedOptimizer(
+            [&](int p) { return executor.gradient(p); },
+            [&](int64_t step) { return mt::learningRate(plan.optimizer(), step, kSteps); }, decay,
+            losses),
+        executor.readOrder(), plan.optimizer().grad_clip());
     executor.onGradient([&](int p) { updates->landed(p, current); });
     executor.awaitParameter([&](int p) { updates->waitFor(p); });
   }
@@ -147,14 +143,16 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
       }
       double lr = mt::learningRate(plan.optimizer(), step, kSteps);
       if (!overlapped) {
-        trained.losses.push_back(dataParallel.step(inputs, step, lr, noDecay).loss);
+        mt::DataParallelRank::Result result = dataParallel.step(inputs, step, lr, noDecay);
+        trained.losses.push_back(result.loss);
+        trained.norms.push_back(result.gradNorm);
         continue;
       }
       current = step;
       losses[step & 1] = executor.run(inputs).loss;
       updates->backwardDone(step);
       if (step > 1) { // the last step's updates are done or nearly
-        updates->finished(step - 1);
+        trained.norms.push_back(updates->finished(step - 1));
         trained.losses.push_back(losses[(step - 1) & 1]);
       }
     }
@@ -163,7 +161,7 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
     throw;
   }
   if (overlapped) {
-    updates->finished(kSteps);
+    trained.norms.push_back(updates->finished(kSteps));
     trained.losses.push_back(losses[kSteps & 1]);
   }
   for (int p = 0; p < plan.parameters_size(); ++p)
@@ -242,7 +240,7 @@ int main(int argc, char **argv) {
       adamw.set_lr(1e-2);
       adamw.set_warmup(0);
       adamw.set_schedule("constant");
-      adamw.set_grad_clip(1.0);
+      adamw.set_grad_clip(0.5);
     }
     std::string tokens = argv[3];
     mt::ThreadGroup one(1);
@@ -277,13 +275,21 @@ int main(int argc, char **argv) {
       }
     for (int r = 0; r < kRanks; ++r)
       if (overlapped[r].masters != sharded[0].masters ||
-          overlapped[r].losses != sharded[0].losses ||
+          overlapped[r].losses != sharded[0].losses || overlapped[r].norms != sharded[0].norms ||
           unclippedOverlapped[r].masters != afterBackward[0].masters ||
           unclippedOverlapped[r].losses != afterBackward[0].losses) {
         std::printf("FAIL: rank %d's overlapped updates end elsewhere than after the backward\n",
                     r);
         ++failures;
       }
+    // The clipped runs must clip: some step's norm is over the bound.
+    double clip = rankPlan.optimizer().grad_clip();
+    if (std::none_of(sharded[0].norms.begin(), sharded[0].norms.end(),
+                     [&](double norm) { return norm > clip; })) {
+      std::printf("FAIL: no step's gradient norm is over the clip %g: clipping is not tested\n",
+                  clip);
+      ++failures;
+    }
     double shardedGap = lossGap(sharded[0], batched), aloneGap = lossGap(alone, batched);
     for (int s = 0; s < kSteps; ++s)
       std::printf("step %d: loss %.6f over %d ranks, %.6f with twice the batch, %.6f alone\n",

@@ -60,9 +60,12 @@ int main() {
     for (int64_t step = 1; step <= 3; ++step) {
       double squares = mt::adamwUpdate(p1.data(), m1.data(), v1.data(), grad.data(), size, 1e-3,
                                        0.1, config, step, b1.data());
-      if (squares != mt::squaredNorm(grad.data(), size)) {
-        std::printf("FAIL: %lld elements: the update's squared norm %.17g is not squaredNorm's\n",
-                    static_cast<long long>(size), squares);
+      if (squares != mt::squaredNorm(grad.data(), size) ||
+          squares != mt::squaredNormScalar(grad.data(), size)) {
+        std::printf("FAIL: %lld elements: the update's squared norm %.17g is not squaredNorm's "
+                    "%.17g or the scalar path's %.17g\n",
+                    static_cast<long long>(size), squares, mt::squaredNorm(grad.data(), size),
+                    mt::squaredNormScalar(grad.data(), size));
         ++failures;
       }
       mt::adamwUpdateScalar(p2.data(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1, config,
@@ -92,8 +95,8 @@ int main() {
     }
   }
   std::printf("vector unit %s: bit-identical to the scalar path on %zu sizes, with "
-              "squaredNorm's gradient norm, and with a clip scale to scaling the gradient "
-              "first\n",
+              "squaredNorm's gradient norm (the scalar path's bits), and with a clip scale to "
+              "scaling the gradient first\n",
               mt::adamwVectorUnit(), sizeof(sizes) / sizeof(sizes[0]));
 
   struct Case {

@@ -7,6 +7,7 @@
 #include "runtime/parallel/ThreadGroup.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -122,78 +123,82 @@ int compareOverlapped(const mt::plan::Plan &plan) {
   // rank's host state holds its shards alone; its "device" holds the full weights.
   std::vector<Rank> overlapped = startRanks(plan, mt::HostState::Masters::Sharded);
   std::vector<double> overlappedLoss(kSteps + 1), overlappedNorm(kSteps + 1);
+  std::atomic<int> rankErrors{0};
   {
     mt::ThreadGroup device(kRanks), host(kRanks);
     std::vector<std::thread> threads;
     for (int r = 0; r < kRanks; ++r)
       threads.emplace_back([&, r] {
-        mt::DataParallelRank rank(*overlapped[r].state, host.member(r), {},
-                                  mt::DataParallelRank::Collectives::OnDevice);
-        double losses[2] = {0, 0};
-        mt::OverlappedUpdates::Optimizer optimizer;
-        optimizer.update = [&](int p, int64_t at, float clip) {
-          return rank.updateShard(p, overlapped[r].gradients[p].data(), at, lrOf(at),
-                                  decayOf(p), clip);
-        };
-        optimizer.measure = [&](int p) {
-          return rank.shardSquares(p, overlapped[r].gradients[p].data());
-        };
-        optimizer.norm = [&](double squares) { return rank.globalNorm(squares); };
-        optimizer.finish = [&](int64_t at) {
-          double loss = rank.meanLoss(losses[at & 1]);
-          if (r == 0)
-            overlappedLoss[at] = loss;
-        };
-        std::vector<int> readOrder(count);
-        for (int p = 0; p < count; ++p)
-          readOrder[p] = p;
-        mt::OverlappedUpdates updates(optimizer, readOrder, plan.optimizer().grad_clip());
-        std::vector<std::vector<float>> onDevice(count);
-        std::mt19937 random(77 + r);
-        for (int64_t at = 1; at <= kSteps; ++at) {
-          for (int p = 0; p < count; ++p) { // the forward's uploads: the shard, then a gather
-            updates.waitFor(p);
-            const mt::ParameterState &parameter = overlapped[r].state->parameters[p];
-            onDevice[p].resize(parameter.count);
-            std::copy(parameter.master, parameter.master + parameter.held.size(),
-                      onDevice[p].begin() + parameter.held.begin);
-            device.member(r).allGather(onDevice[p].data(), parameter.count);
-          }
-          for (int p = count - 1; p >= 0; --p) { // the backward's offloads
-            std::vector<float> &gradient = overlapped[r].gradients[p];
-            gradient = gradientOf(r, p, at, onDevice[p].data(), gradient.size());
-            device.member(r).reduceScatterMean(gradient.data(),
-                                               static_cast<int64_t>(gradient.size()));
-          }
-          std::vector<int> order = readOrder;
-          std::shuffle(order.begin(), order.end(), random);
-          // Apart in time, so that the worker finds each step's updates partly queued.
-          std::thread landing([&, order, at] {
-            for (int p : order) {
-              std::this_thread::sleep_for(std::chrono::milliseconds(2));
-              updates.landed(p, at);
+        try {
+          mt::DataParallelRank rank(*overlapped[r].state, host.member(r), {},
+                                    mt::DataParallelRank::Collectives::OnDevice);
+          double losses[2] = {0, 0};
+          std::vector<int> readOrder(count);
+          for (int p = 0; p < count; ++p)
+            readOrder[p] = p;
+          mt::OverlappedUpdates updates(
+              rank.overlappedOptimizer(
+                  [&](int p) { return overlapped[r].gradients[p].data(); }, lrOf, decayOf, losses),
+              readOrder, plan.optimizer().grad_clip());
+          std::vector<std::vector<float>> onDevice(count);
+          std::mt19937 random(77 + r);
+          for (int64_t at = 1; at <= kSteps; ++at) {
+            for (int p = 0; p < count; ++p) { // the forward's uploads: the shard, then a gather
+              updates.waitFor(p);
+              const mt::ParameterState &parameter = overlapped[r].state->parameters[p];
+              onDevice[p].resize(parameter.count);
+              std::copy(parameter.master, parameter.master + parameter.held.size(),
+                        onDevice[p].begin() + parameter.held.begin);
+              device.member(r).allGather(onDevice[p].data(), parameter.count);
             }
-          });
-          landing.join();
-          losses[at & 1] = 1.0 + r + at;
-          updates.backwardDone(at);
-          if (at > 1) {
-            double norm = updates.finished(at - 1);
-            if (r == 0)
-              overlappedNorm[at - 1] = norm;
+            for (int p = count - 1; p >= 0; --p) { // the backward's offloads
+              std::vector<float> &gradient = overlapped[r].gradients[p];
+              gradient = gradientOf(r, p, at, onDevice[p].data(), gradient.size());
+              device.member(r).reduceScatterMean(gradient.data(),
+                                                 static_cast<int64_t>(gradient.size()));
+            }
+            std::vector<int> order = readOrder;
+            std::shuffle(order.begin(), order.end(), random);
+            // Apart in time, so that the worker finds each step's updates partly queued.
+            std::thread landing([&, order, at] {
+              for (int p : order) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                updates.landed(p, at);
+              }
+            });
+            landing.join();
+            losses[at & 1] = 1.0 + r + at;
+            updates.backwardDone(at);
+            if (at > 1) {
+              double norm = updates.finished(at - 1);
+              if (r == 0) {
+                overlappedNorm[at - 1] = norm;
+                overlappedLoss[at - 1] = losses[(at - 1) & 1]; // the mean over the ranks
+              }
+            }
           }
+          double norm = updates.finished(kSteps);
+          if (r == 0) {
+            overlappedNorm[kSteps] = norm;
+            overlappedLoss[kSteps] = losses[kSteps & 1];
+          }
+          for (int p = 0; p < count; ++p) // the final weights: every rank's shards
+            overlapped[r].final.push_back(rank.gathered(p));
+        } catch (const std::exception &error) {
+          // A rank that fails stops the others' collectives, so that the test reports.
+          std::printf("FAIL: rank %d: %s\n", r, error.what());
+          ++rankErrors;
+          device.abort();
+          host.abort();
         }
-        double norm = updates.finished(kSteps);
-        if (r == 0)
-          overlappedNorm[kSteps] = norm;
-        for (int p = 0; p < count; ++p) // the final weights: every rank's shards
-          overlapped[r].final.push_back(rank.gathered(p));
       });
     for (std::thread &thread : threads)
       thread.join();
   }
 
-  int failures = 0;
+  int failures = rankErrors;
+  if (failures)
+    return failures;
   for (int r = 0; r < kRanks; ++r)
     for (int p = 0; p < count; ++p)
       if (overlapped[r].final[p] != batched[r].weights(p) ||

@@ -325,10 +325,10 @@ int train(const Options &options) {
   }
 #ifdef MT_HAS_CUDA
   // Over NCCL this rank updates its shards, from gradients the device averaged, as the
-  // updates overlap the device (the only way it runs: the ranks take layer-major
+  // updates overlap the device (the only way it runs: the ranks take layer-major or single
   // micro-batches); the loss and the norm over the ranks are the host's only collectives.
   std::unique_ptr<DataParallelRank> ncclRank;
-  double rankLoss[2] = {0, 0}, meanLoss[2] = {0, 0};
+  double rankLoss[2] = {0, 0}; // this rank's, then the mean over the ranks
   if (nccl) {
     ncclRank = std::make_unique<DataParallelRank>(state, *nccl, DataParallelRank::Backward{},
                                                   DataParallelRank::Collectives::OnDevice);
@@ -342,6 +342,8 @@ int train(const Options &options) {
                 nccl->deviceBytes() / 1048576.0);
   }
   if (ncclRank) {
+    if (!overlapped) // the step's loss would be this rank's alone
+      throw std::logic_error("a rank over NCCL updates as the device goes on");
     int deviceId = 0;
     MT_CUDA_CHECK(cudaGetDevice(&deviceId));
     // NCCL runs on the update worker, which must use the rank's GPU.
@@ -351,18 +353,17 @@ int train(const Options &options) {
         MT_CUDA_CHECK(cudaSetDevice(deviceId));
       boundDevice = deviceId;
     };
-    optimizer.update = [&](int p, int64_t step, float clip) {
-      return ncclRank->updateShard(p, gradients[p], step, learningRate(adamw, step, options.steps),
-                                   decayOf(p), clip);
-    };
-    optimizer.measure = [&](int p) { return ncclRank->shardSquares(p, gradients[p]); };
-    optimizer.norm = [&, bound](double squares) {
+    optimizer = ncclRank->overlappedOptimizer(
+        [&](int p) { return gradients[p]; },
+        [&](int64_t step) { return learningRate(adamw, step, options.steps); }, decayOf,
+        rankLoss);
+    optimizer.norm = [bound, norm = std::move(optimizer.norm)](double squares) {
       bound();
-      return ncclRank->globalNorm(squares);
+      return norm(squares);
     };
-    optimizer.finish = [&, bound](int64_t step) {
+    optimizer.finish = [bound, finish = std::move(optimizer.finish)](int64_t step) {
       bound();
-      meanLoss[step & 1] = ncclRank->meanLoss(rankLoss[step & 1]);
+      finish(step);
     };
   }
 #endif
@@ -419,7 +420,7 @@ int train(const Options &options) {
     last.gradNorm = updates->finished(step);
 #ifdef MT_HAS_CUDA
     if (ncclRank)
-      last.loss = meanLoss[step & 1];
+      last.loss = rankLoss[step & 1];
 #endif
     return last;
   };
@@ -535,6 +536,7 @@ int train(const Options &options) {
     }
     if (overlapped && options.steps > 0)
       report(finishUpdates(options.steps), std::chrono::steady_clock::now());
+    updates.reset(); // its worker reads what is declared after it
   } catch (...) {
     // The device's gradient callbacks end first, then the updates, which read the device's
     // pinned gradients; the device goes last. Over NCCL the device's collectives and the
@@ -566,7 +568,6 @@ int train(const Options &options) {
   // (collectives) and rank 0 keeps them, after the device is freed, so that the gathers'
   // staging fits beside nothing of the plan's.
   if (ncclRank) {
-    updates.reset();
     device.reset();
     gathered.reserve(plan.parameters_size());
     try {
