@@ -93,12 +93,14 @@ VectorUnit vectorUnit() {
                         : __builtin_cpu_supports("avx2")  ? VectorUnit::Avx2
                                                           : VectorUnit::Scalar;
     const char *asked = std::getenv("MT_VECTOR_UNIT");
-    if (!asked || !*asked || std::strcmp(asked, "avx512") == 0)
+    if (!asked || !*asked)
       return widest;
     if (std::strcmp(asked, "scalar") == 0)
       return VectorUnit::Scalar;
     if (std::strcmp(asked, "avx2") == 0 && widest != VectorUnit::Scalar)
       return VectorUnit::Avx2;
+    if (std::strcmp(asked, "avx512") == 0 && widest == VectorUnit::Avx512)
+      return VectorUnit::Avx512;
     throw std::runtime_error(std::string("MT_VECTOR_UNIT=") + asked +
                              ": this CPU's units are scalar, avx2, avx512, up to its widest");
   }();
@@ -133,9 +135,10 @@ double sumInOrder(const std::vector<double> &partial) {
 double squaredNorm(const float *values, int64_t count) {
   int64_t chunks = (count + kNormChunk - 1) / kNormChunk;
   std::vector<double> partial(chunks, 0.0);
+  SquaresRange squares = vectorSquares(); // here: the pool's workers must not throw
   runParallel(chunks, [&](int64_t c) {
-    partial[c] = chunkSquares(vectorSquares(), values, c * kNormChunk,
-                              std::min(count, (c + 1) * kNormChunk));
+    partial[c] =
+        chunkSquares(squares, values, c * kNormChunk, std::min(count, (c + 1) * kNormChunk));
   });
   return sumInOrder(partial);
 }
@@ -211,15 +214,15 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
                stepSize = _mm512_set1_ps(k.negativeStepSize),
                correction = _mm512_set1_ps(k.correction2Sqrt), eps = _mm512_set1_ps(k.eps);
   static_assert(kSquareLanes == 16, "16 floats a vector, 8 doubles a half");
-  __m512d low = _mm512_loadu_pd(lanes), high = _mm512_loadu_pd(lanes + 8);
+  __m512d firstLanes = _mm512_loadu_pd(lanes), lastLanes = _mm512_loadu_pd(lanes + 8);
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
     __m512 raw = _mm512_loadu_ps(grad + i);
     __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(raw));
     __m512d b =
         _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(raw), 1)));
-    low = _mm512_add_pd(low, _mm512_mul_pd(a, a));
-    high = _mm512_add_pd(high, _mm512_mul_pd(b, b));
+    firstLanes = _mm512_add_pd(firstLanes, _mm512_mul_pd(a, a));
+    lastLanes = _mm512_add_pd(lastLanes, _mm512_mul_pd(b, b));
     __m512 g = _mm512_mul_ps(raw, gradScale);
     __m512 p = _mm512_mul_ps(_mm512_loadu_ps(param + i), decay);
     __m512 mi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(m + i), beta1),
@@ -245,8 +248,8 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
       _mm256_storeu_si256(reinterpret_cast<__m256i *>(bf16 + i), _mm512_cvtepi32_epi16(rounded));
     }
   }
-  _mm512_storeu_pd(lanes, low);
-  _mm512_storeu_pd(lanes + 8, high);
+  _mm512_storeu_pd(lanes, firstLanes);
+  _mm512_storeu_pd(lanes + 8, lastLanes);
   updateElements(k, param, m, v, grad, bf16, i, end, lanes, begin);
 }
 

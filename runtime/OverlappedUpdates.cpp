@@ -32,6 +32,8 @@ OverlappedUpdates::OverlappedUpdates(Optimizer optimizer, const std::vector<int>
     : optimizer(std::move(optimizer)), parameters(static_cast<int>(readOrder.size())),
       maxNorm(maxNorm), squares{std::vector<double>(readOrder.size(), 0.0),
                                 std::vector<double>(readOrder.size(), 0.0)},
+      landings{std::make_unique<std::atomic<bool>[]>(readOrder.size()),
+               std::make_unique<std::atomic<bool>[]>(readOrder.size())},
       queue([this](int item, int64_t step) { run(item, step); }, needOf(readOrder)) {}
 
 void OverlappedUpdates::run(int item, int64_t step) {
@@ -53,18 +55,20 @@ void OverlappedUpdates::run(int item, int64_t step) {
 }
 
 void OverlappedUpdates::landed(int p, int64_t step) {
-  ++landings[step & 1];
-  // The queue turns an item it does not know into its error: -1 for an unknown parameter.
-  bool known = p >= 0 && p < parameters;
-  queue.push(!known ? -1 : maxNorm > 0 ? parameters + p : p, step);
+  // The queue turns an item it does not know into its error: -1 for an unknown parameter or
+  // a second landing.
+  bool first = p >= 0 && p < parameters && !landings[step & 1][p].exchange(true);
+  queue.push(!first ? -1 : maxNorm > 0 ? parameters + p : p, step);
 }
 
 void OverlappedUpdates::backwardDone(int64_t step) {
-  int landed = landings[step & 1].exchange(0);
-  if (landed != parameters)
-    throw std::logic_error("step " + std::to_string(step) + " handed over " +
-                           std::to_string(landed) + " gradients for " +
-                           std::to_string(parameters) + " parameters");
+  std::atomic<bool> *landed = landings[step & 1].get();
+  for (int p = 0; p < parameters; ++p)
+    if (!landed[p])
+      throw std::logic_error("step " + std::to_string(step) + " ended without parameter " +
+                             std::to_string(p) + "'s gradient");
+  for (int p = 0; p < parameters; ++p)
+    landed[p] = false;
   if (maxNorm > 0) {
     queue.waitStep(step, parameters); // the measures
     const std::vector<double> &stepSquares = squares[step & 1];

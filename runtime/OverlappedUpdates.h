@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace mt {
@@ -44,11 +45,12 @@ public:
   OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder, double maxNorm);
 
   /// Parameter p's gradient of `step` is in host memory. Safe from any thread, including a
-  /// CUDA host callback: it only takes a lock, and an unknown p becomes the next wait's error.
+  /// CUDA host callback: it only takes a lock; an unknown p, or one that lands twice, becomes
+  /// the next wait's error instead of an update.
   void landed(int p, int64_t step);
-  /// Every gradient of `step` has landed, each once (else it throws, naming the count). When
-  /// clipping, waits for them to be measured, then queues the updates. Step s + 2 may begin
-  /// only after finished(s): the two steps share their slots.
+  /// Every gradient of `step` has landed (else it throws, naming a parameter that has not).
+  /// When clipping, waits for them to be measured, then queues the updates. Step s + 2 may
+  /// begin only after finished(s): the two steps share their slots.
   void backwardDone(int64_t step);
   /// Blocks until p's queued update has run: before a step reads p or overwrites its gradient.
   void waitFor(int p) { queue.waitFor(p); }
@@ -64,7 +66,7 @@ private:
   const double maxNorm;
   // Per step, alternating: each gradient's squares, the norm and the clip scale.
   std::vector<double> squares[2];
-  std::atomic<int> landings[2] = {0, 0};
+  std::unique_ptr<std::atomic<bool>[]> landings[2]; // per parameter: its gradient landed
   double norms[2] = {0, 0};
   float clipScales[2] = {1.0f, 1.0f};
   UpdateQueue queue; // last: its worker reads the members above

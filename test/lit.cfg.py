@@ -21,8 +21,11 @@ if config.gpu_tests and shutil.which("nvidia-smi") and \
         subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
     config.available_features.add("cuda-device")
 # The host's vector units, so that each of CPU AdamW's paths runs where the CPU has it.
-with open("/proc/cpuinfo") as cpuinfo:
-    flags = cpuinfo.read().split()
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = cpuinfo.read().split()
+except OSError:
+    flags = []
 for unit, flag in (("avx2", "avx2"), ("avx512", "avx512f")):
     if flag in flags:
         config.available_features.add(unit)

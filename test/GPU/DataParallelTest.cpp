@@ -277,7 +277,8 @@ int main(int argc, char **argv) {
       if (overlapped[r].masters != sharded[0].masters ||
           overlapped[r].losses != sharded[0].losses || overlapped[r].norms != sharded[0].norms ||
           unclippedOverlapped[r].masters != afterBackward[0].masters ||
-          unclippedOverlapped[r].losses != afterBackward[0].losses) {
+          unclippedOverlapped[r].losses != afterBackward[0].losses ||
+          unclippedOverlapped[r].norms != afterBackward[0].norms) {
         std::printf("FAIL: rank %d's overlapped updates end elsewhere than after the backward\n",
                     r);
         ++failures;

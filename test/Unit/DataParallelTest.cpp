@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <random>
 #include <thread>
@@ -140,6 +141,17 @@ int compareOverlapped(const mt::plan::Plan &plan) {
               rank.overlappedOptimizer(
                   [&](int p) { return overlapped[r].gradients[p].data(); }, lrOf, decayOf, losses),
               readOrder, plan.optimizer().grad_clip());
+          // A failing rank stops the others' collectives before its update worker is joined,
+          // which may wait in one.
+          struct StopOnFailure {
+            mt::ThreadGroup &device, &host;
+            ~StopOnFailure() {
+              if (std::uncaught_exceptions()) {
+                device.abort();
+                host.abort();
+              }
+            }
+          } stopOnFailure{device, host};
           std::vector<std::vector<float>> onDevice(count);
           std::mt19937 random(77 + r);
           for (int64_t at = 1; at <= kSteps; ++at) {

@@ -206,9 +206,11 @@ int train(const Options &options) {
               static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())),
               onDevice ? "cuda" : "host", options.data.c_str(),
               static_cast<long long>(data.size()), data.format().c_str());
-  std::printf("host state | %.1f MiB in %zu layer blocks | %.1f bytes per parameter\n",
+  std::printf("host state | %.1f MiB in %zu layer blocks | %.1f bytes per parameter | AdamW "
+              "on %s\n",
               state.bytes() / 1048576.0, state.blocks.size(),
-              parameters ? static_cast<double>(state.bytes()) / parameters : 0.0);
+              parameters ? static_cast<double>(state.bytes()) / parameters : 0.0,
+              adamwVectorUnit());
   std::ofstream metrics;
   if (!options.metrics.empty() && options.processRank <= 0) {
     metrics.open(options.metrics);
