@@ -50,18 +50,34 @@ void squaresScalar(const float *values, int64_t begin, int64_t end, double *lane
     lanes[(i - begin) % kSquareLanes] += static_cast<double>(values[i]) * values[i];
 }
 
+/// 16 floats' squares into the 16 lanes: the first 8 to `first` (lanes 0-7), the rest to
+/// `last`. The update loop calls it on the gradient it loads.
+__attribute__((target("avx512f"))) inline void addSquares(__m512 values, __m512d &first,
+                                                          __m512d &last) {
+  __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(values));
+  __m512d b =
+      _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(values), 1)));
+  first = _mm512_add_pd(first, _mm512_mul_pd(a, a));
+  last = _mm512_add_pd(last, _mm512_mul_pd(b, b));
+}
+
+/// 8 floats' squares into 8 of the lanes: the first 4 to `first`, the rest to `last`.
+__attribute__((target("avx2"))) inline void addSquares(__m256 values, __m256d &first,
+                                                       __m256d &last) {
+  __m256d a = _mm256_cvtps_pd(_mm256_castps256_ps128(values));
+  __m256d b = _mm256_cvtps_pd(_mm256_extractf128_ps(values, 1));
+  first = _mm256_add_pd(first, _mm256_mul_pd(a, a));
+  last = _mm256_add_pd(last, _mm256_mul_pd(b, b));
+}
+
 __attribute__((target("avx512f"))) void squaresAvx512(const float *values, int64_t begin,
                                                       int64_t end, double *lanes) {
-  __m512d low = _mm512_loadu_pd(lanes), high = _mm512_loadu_pd(lanes + 8);
+  __m512d first = _mm512_loadu_pd(lanes), last = _mm512_loadu_pd(lanes + 8);
   int64_t i = begin;
-  for (; i + kSquareLanes <= end; i += kSquareLanes) {
-    __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(values + i));
-    __m512d b = _mm512_cvtps_pd(_mm256_loadu_ps(values + i + 8));
-    low = _mm512_add_pd(low, _mm512_mul_pd(a, a));
-    high = _mm512_add_pd(high, _mm512_mul_pd(b, b));
-  }
-  _mm512_storeu_pd(lanes, low);
-  _mm512_storeu_pd(lanes + 8, high);
+  for (; i + kSquareLanes <= end; i += kSquareLanes)
+    addSquares(_mm512_loadu_ps(values + i), first, last);
+  _mm512_storeu_pd(lanes, first);
+  _mm512_storeu_pd(lanes + 8, last);
   squaresScalar(values, i, end, lanes);
 }
 
@@ -71,11 +87,10 @@ __attribute__((target("avx2"))) void squaresAvx2(const float *values, int64_t be
   for (int k = 0; k < 4; ++k)
     sums[k] = _mm256_loadu_pd(lanes + 4 * k);
   int64_t i = begin;
-  for (; i + kSquareLanes <= end; i += kSquareLanes)
-    for (int k = 0; k < 4; ++k) {
-      __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(values + i + 4 * k));
-      sums[k] = _mm256_add_pd(sums[k], _mm256_mul_pd(x, x));
-    }
+  for (; i + kSquareLanes <= end; i += kSquareLanes) {
+    addSquares(_mm256_loadu_ps(values + i), sums[0], sums[1]);
+    addSquares(_mm256_loadu_ps(values + i + 8), sums[2], sums[3]);
+  }
   for (int k = 0; k < 4; ++k)
     _mm256_storeu_pd(lanes + 4 * k, sums[k]);
   squaresScalar(values, i, end, lanes);
@@ -218,11 +233,7 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
     __m512 raw = _mm512_loadu_ps(grad + i);
-    __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(raw));
-    __m512d b =
-        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(raw), 1)));
-    firstLanes = _mm512_add_pd(firstLanes, _mm512_mul_pd(a, a));
-    lastLanes = _mm512_add_pd(lastLanes, _mm512_mul_pd(b, b));
+    addSquares(raw, firstLanes, lastLanes);
     __m512 g = _mm512_mul_ps(raw, gradScale);
     __m512 p = _mm512_mul_ps(_mm512_loadu_ps(param + i), decay);
     __m512 mi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(m + i), beta1),
@@ -268,11 +279,8 @@ __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param
   int64_t i = begin;
   for (; i + 8 <= end; i += 8) {
     __m256 raw = _mm256_loadu_ps(grad + i);
-    __m256d a = _mm256_cvtps_pd(_mm256_castps256_ps128(raw));
-    __m256d b = _mm256_cvtps_pd(_mm256_extractf128_ps(raw, 1));
     int half = 2 * static_cast<int>(((i - begin) / 8) & 1);
-    sums[half] = _mm256_add_pd(sums[half], _mm256_mul_pd(a, a));
-    sums[half + 1] = _mm256_add_pd(sums[half + 1], _mm256_mul_pd(b, b));
+    addSquares(raw, sums[half], sums[half + 1]);
     __m256 g = _mm256_mul_ps(raw, gradScale);
     __m256 p = _mm256_mul_ps(_mm256_loadu_ps(param + i), decay);
     __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), beta1),
@@ -308,10 +316,10 @@ const char *adamwVectorUnit() {
 
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
-                       uint16_t *bf16, float gradScale) {
+                       uint16_t *bf16) {
   double lanes[kSquareLanes] = {};
-  updateScalar(AdamWStep(config, lr, weightDecay, step, gradScale), param, m, v, grad, bf16, 0,
-               count, lanes);
+  updateScalar(AdamWStep(config, lr, weightDecay, step, 1.0f), param, m, v, grad, bf16, 0, count,
+               lanes);
 }
 
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,

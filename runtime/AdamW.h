@@ -44,7 +44,7 @@ double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t 
 /// The scalar reference of adamwUpdate, one thread, for tests of the vector paths.
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
-                       uint16_t *bf16 = nullptr, float gradScale = 1.0f);
+                       uint16_t *bf16 = nullptr);
 
 } // namespace mt
 
