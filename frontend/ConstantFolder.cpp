@@ -218,6 +218,56 @@ HostTensor gatherTensor(const HostTensor &input, const HostTensor &indices, int6
   return result;
 }
 
+HostTensor gatherNdTensor(const HostTensor &input, const HostTensor &indices, int64_t batchDims) {
+  int64_t depth = indices.shape.back();
+  Shape shape(indices.shape.begin(), indices.shape.end() - 1);
+  shape.append(input.shape.begin() + batchDims + depth, input.shape.end());
+  HostTensor result = HostTensor::zeros(input.dataType, shape);
+  Shape inStrides = stridesOf(input.shape);
+  int64_t slice = inStrides[batchDims + depth - 1], rows = indices.size() / depth;
+  // Rows per batch entry: the index axes between the batch axes and the last.
+  int64_t rowsPerBatch = numElements(llvm::ArrayRef<int64_t>(indices.shape).drop_front(batchDims).drop_back());
+  int64_t batchStride = batchDims ? inStrides[batchDims - 1] : 0;
+  int64_t out = 0;
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t source = row / rowsPerBatch * batchStride;
+    for (int64_t j = 0; j < depth; ++j)
+      source += indices.integer(row * depth + j) * inStrides[batchDims + j];
+    for (int64_t e = 0; e < slice; ++e)
+      copyElement(input, source + e, result, out++);
+  }
+  return result;
+}
+
+HostTensor cumSumTensor(const HostTensor &input, int64_t axis, bool exclusive, bool reverse) {
+  HostTensor result = HostTensor::zeros(input.dataType, input.shape);
+  int64_t inner = stridesOf(input.shape)[axis], size = input.shape[axis];
+  int64_t outer = size ? input.size() / (inner * size) : 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      int64_t integerSum = 0;
+      auto write = [&](int64_t at) {
+        if (input.isFloat())
+          result.set(at, sum);
+        else
+          result.setInteger(at, integerSum);
+      };
+      for (int64_t step = 0; step < size; ++step) {
+        int64_t at = (o * size + (reverse ? size - 1 - step : step)) * inner + i;
+        if (exclusive)
+          write(at);
+        if (input.isFloat())
+          sum += input.reals[at];
+        else
+          integerSum += input.integers[at];
+        if (!exclusive)
+          write(at);
+      }
+    }
+  return result;
+}
+
 HostTensor sliceTensor(const HostTensor &input, llvm::ArrayRef<int64_t> starts,
                        llvm::ArrayRef<int64_t> limits, llvm::ArrayRef<int64_t> steps) {
   Shape shape;

@@ -30,6 +30,12 @@ HostTensor sliceTensor(const HostTensor &input, llvm::ArrayRef<int64_t> starts,
 HostTensor concatTensors(llvm::ArrayRef<HostTensor> inputs, int64_t axis);
 /// Keeps the upper (or lower) triangle of the last two axes from diagonal k; zeros the rest.
 HostTensor triluTensor(const HostTensor &input, int64_t k, bool upper);
+/// GatherND: each row of `indices`' last axis picks an element (or a slice) of `input` past
+/// its first `batchDims` axes, which both share; indices are in range and non-negative.
+HostTensor gatherNdTensor(const HostTensor &input, const HostTensor &indices, int64_t batchDims);
+/// Running sums along `axis`, each excluding its own element when `exclusive`, from the
+/// end when `reverse`.
+HostTensor cumSumTensor(const HostTensor &input, int64_t axis, bool exclusive, bool reverse);
 HostTensor rangeTensor(const HostTensor &start, const HostTensor &limit, const HostTensor &delta);
 
 } // namespace mt

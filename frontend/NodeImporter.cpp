@@ -191,6 +191,8 @@ private:
   LogicalResult constantOfShape();
   LogicalResult range();
   LogicalResult trilu();
+  LogicalResult gatherNd();
+  LogicalResult cumSum();
   LogicalResult einsum();
 
   GraphImporter &graph;
@@ -235,6 +237,8 @@ const llvm::StringMap<NodeImporter::Handler> &NodeImporter::handlers() {
     t["ConstantOfShape"] = &NodeImporter::constantOfShape;
     t["Range"] = &NodeImporter::range;
     t["Trilu"] = &NodeImporter::trilu;
+    t["GatherND"] = &NodeImporter::gatherNd;
+    t["CumSum"] = &NodeImporter::cumSum;
     t["Einsum"] = &NodeImporter::einsum;
     return t;
   }();
@@ -297,15 +301,29 @@ LogicalResult NodeImporter::unary() {
   StringRef op = node.op_type();
   if (!has(0))
     return error() << "needs an input";
-  if (input(0).known)
-    return produce(0, *foldUnary(op, *input(0).known));
+  bool detectNegative = attrInt("detect_negative", 1), detectPositive = attrInt("detect_positive", 1);
+  if (input(0).known) {
+    HostTensor folded = *foldUnary(op, *input(0).known);
+    if (op == "IsInf")
+      for (int64_t i = 0; i < folded.size(); ++i)
+        if (folded.integer(i) && !(input(0).known->real(i) < 0 ? detectNegative : detectPositive))
+          folded.setInteger(i, 0);
+    return produce(0, folded);
+  }
   if (!llvm::is_contained({"Neg", "Sqrt", "Reciprocal", "Exp", "Log", "Tanh", "Erf", "Sigmoid",
-                           "Relu", "Cos", "Sin"},
+                           "Relu", "Cos", "Sin", "IsNaN", "IsInf"},
                           op))
     return requireKnown();
   if (failed(requireFloat(0)))
     return failure();
   Value in = operand(0);
+  if (op == "IsNaN" || op == "IsInf") {
+    auto type = RankedTensorType::get(shape(0), b.getI1Type());
+    if (op == "IsNaN")
+      return produce(0, b.create<IsNanOp>(loc, type, in).getResult());
+    return produce(0, b.create<IsInfOp>(loc, type, in, !detectNegative, !detectPositive)
+                          .getResult());
+  }
   Value result = llvm::StringSwitch<std::function<Value()>>(op)
                      .Case("Neg", [&] { return b.create<NegOp>(loc, in); })
                      .Case("Sqrt", [&] { return b.create<SqrtOp>(loc, in); })
@@ -854,6 +872,68 @@ LogicalResult NodeImporter::trilu() {
     k = given->front();
   }
   return produce(0, triluTensor(*input(0).known, k, attrInt("upper", 1)));
+}
+
+LogicalResult NodeImporter::gatherNd() {
+  if (!has(0) || !has(1))
+    return error() << "needs data and indices";
+  FailureOr<HostTensor> indices = known(1, "indices");
+  if (failed(indices))
+    return failure();
+  if (indices->isFloat())
+    return error() << "indices must be integers";
+  Shape data = shape(0);
+  int64_t batchDims = attrInt("batch_dims", 0);
+  int64_t depth = indices->shape.empty() ? 0 : indices->shape.back();
+  if (batchDims < 0 || depth < 1 || rank(1) <= batchDims ||
+      batchDims + depth > static_cast<int64_t>(data.size()))
+    return error() << "indices " << formatShape(indices->shape) << " with batch_dims "
+                   << batchDims << " do not index data " << formatShape(data);
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (indices->shape[d] != data[d])
+      return error() << "batch axis " << d << " differs: indices " << formatShape(indices->shape)
+                     << ", data " << formatShape(data);
+  // Negative indices count from the end of their axis; normalize and check them now.
+  for (int64_t i = 0; i < indices->size(); ++i) {
+    int64_t axis = batchDims + i % depth, size = data[axis];
+    int64_t index = indices->integers[i];
+    if (index < -size || index >= size)
+      return error() << "index " << index << " is out of range for axis " << axis
+                     << " of size " << size;
+    indices->integers[i] = index < 0 ? index + size : index;
+  }
+  if (input(0).known)
+    return produce(0, gatherNdTensor(*input(0).known, *indices, batchDims));
+  // On run-time data, one index per row picking along the first axis (how the dynamo
+  // exporter writes advanced indexing such as falcon's qkv[..., :-2, :]) is a gather.
+  if (depth != 1 || batchDims != 0)
+    return error() << "on run-time data only indices of one element per row along the first "
+                      "axis (batch_dims = 0) are supported; got indices "
+                   << formatShape(indices->shape) << " with batch_dims " << batchDims;
+  indices->shape.pop_back();
+  ImportedValue picked;
+  picked.known = *indices;
+  Value in = operand(0);
+  Value index = graph.materialize(picked, loc);
+  FailureOr<Shape> out = gatherShape(data, indices->shape, 0, [&] { return error(); });
+  if (failed(out))
+    return failure();
+  return produce(0, b.create<GatherOp>(loc, tensorType(*out, in), in, index, 0).getResult());
+}
+
+LogicalResult NodeImporter::cumSum() {
+  if (failed(requireKnown()))
+    return failure();
+  FailureOr<Shape> axis = knownInts(1, "axis");
+  if (failed(axis))
+    return failure();
+  if (axis->size() != 1)
+    return error() << "axis must hold one value";
+  FailureOr<int64_t> normalized = normalizeAxis(axis->front(), rank(0));
+  if (failed(normalized))
+    return failure();
+  return produce(0, cumSumTensor(*input(0).known, *normalized, attrInt("exclusive", 0),
+                                 attrInt("reverse", 0)));
 }
 
 LogicalResult NodeImporter::einsum() {

@@ -25,15 +25,20 @@ def MT_ParameterOp : MT_Op<"parameter", [Symbol]> {
     that file (a path relative to the model's folder); without it, the bytes are inline in the
     model file named by the module's `mt.source` attribute, under the initializer of the same
     name. An initializer used by several nodes (tied embeddings) is one parameter.
+    `source_name` is the PyTorch parameter it holds where the initializer's own name is not
+    (an exporter folded `transpose(weight)` into a new constant), with `source_transposed`
+    when it holds that parameter's transpose: the names and layouts of pretrained weights.
 
     ```mlir
     mt.parameter @"wte.weight" : tensor<96x32xf32>
     mt.parameter @"h.0.mlp.w" : tensor<32x128xf32> {external_file = "model.onnx.data", length = 16384 : i64, offset = 4096 : i64}
+    mt.parameter @val_152 : tensor<64x128xf32> {source_name = "model.layers.0.mlp.up_proj.weight", source_transposed}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<MT_FloatTensor>:$type,
                        OptionalAttr<StrAttr>:$external_file, OptionalAttr<I64Attr>:$offset,
-                       OptionalAttr<I64Attr>:$length);
+                       OptionalAttr<I64Attr>:$length, OptionalAttr<StrAttr>:$source_name,
+                       UnitAttr:$source_transposed);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -155,6 +160,27 @@ def MT_WhereOp : MT_Op<"where", [Pure, ResultsBroadcastableShape]> {
     $condition `,` $true_value `,` $false_value attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+class MT_FloatClassOp<string mnemonic> : MT_Op<mnemonic, [Pure, SameOperandsAndResultShape]> {
+  let description = [{
+    Elementwise test of a float tensor into a boolean one. Exporters guard softmax with it
+    (`where(is_nan(p), 0, p)`); no gradient flows through a boolean result.
+
+    ```mlir
+    %0 = mt.}] # mnemonic # [{ %p : tensor<2x4x16x16xf32> -> tensor<2x4x16x16xi1>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input);
+  let results = (outs MT_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def MT_IsNanOp : MT_FloatClassOp<"is_nan"> { let summary = "true where an element is NaN"; }
+def MT_IsInfOp : MT_FloatClassOp<"is_inf"> {
+  let summary = "true where an element is an infinity of a sign not ignored";
+  let arguments = (ins MT_FloatTensor:$input,
+                       UnitAttr:$ignore_negative, UnitAttr:$ignore_positive);
 }
 
 def MT_CastOp : MT_Op<"cast", [Pure, SameOperandsAndResultShape]> {

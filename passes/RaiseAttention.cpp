@@ -6,7 +6,10 @@
 // becomes
 //   %o = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (...) -> tensor<2x4x16x8xf32>
 // Keys and values repeated for grouped-query heads (reshape [B,Hkv,1,S,D], expand
-// [B,Hkv,n,S,D], reshape [B,Hkv*n,S,D]) are traced back to their Hkv heads.
+// [B,Hkv,n,S,D], reshape [B,Hkv*n,S,D]) are traced back to their Hkv heads. The forms of
+// torch's scaled_dot_product_attention export are raised too: the scale split as a factor on
+// q and on k^T, k^T as a transpose (of the last two axes, or of [B*H, S, D] between
+// reshapes), and softmax's NaN guard where(is_nan(p), 0, p), which a causal row never trips.
 #include "passes/PatternMatchers.h"
 #include "passes/Passes.h"
 
@@ -27,23 +30,47 @@ namespace {
 /// Masked-out scores: a fill at or below this is -inf for softmax in fp32 and bf16 alike.
 constexpr double kMaskedScore = -1e4;
 
-/// The [B, Hkv, S, D] heads that a grouped-query repeat expanded into `value`, else `value`.
-Value unrepeatedHeads(Value value) {
-  auto merge = value.getDefiningOp<ReshapeOp>();
-  auto expand = merge ? merge.getInput().getDefiningOp<ExpandOp>() : ExpandOp();
+/// Heads [B, H, S, D] as the exporter wrote them: `source`, viewed through a transpose by
+/// `permutation` or a reshape to `shape` where the exporter had neither (k^T transposed from
+/// [B, S, H, D], or as [B*H, S, D]). Built only once the whole match succeeds.
+struct Heads {
+  Value source;
+  Shape shape;
+  llvm::SmallVector<int64_t, 4> permutation = {}; // empty: a reshape, if any
+
+  static Heads of(Value value) {
+    return {value, Shape(llvm::cast<RankedTensorType>(value.getType()).getShape())};
+  }
+  Value build(PatternRewriter &rewriter, Location loc) const {
+    auto type = llvm::cast<RankedTensorType>(source.getType());
+    if (!permutation.empty())
+      return rewriter.create<TransposeOp>(loc, type.clone(shape), source,
+                                          rewriter.getDenseI64ArrayAttr(permutation));
+    if (type.getShape() == llvm::ArrayRef<int64_t>(shape))
+      return source;
+    return rewriter.create<ReshapeOp>(loc, type.clone(shape), source);
+  }
+};
+
+/// The [B, Hkv, S, D] heads that a grouped-query repeat expanded into `heads`, else `heads`.
+Heads unrepeatedHeads(const Heads &heads) {
+  // Reshapes in a row are one reshape.
+  Value expanded = heads.source;
+  while (auto merge = expanded.getDefiningOp<ReshapeOp>())
+    expanded = merge.getInput();
+  auto expand = expanded.getDefiningOp<ExpandOp>();
   auto split = expand ? expand.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
   if (!split)
-    return value;
-  llvm::ArrayRef<int64_t> heads = split.getInput().getType().getShape();
-  llvm::ArrayRef<int64_t> expanded = expand.getType().getShape();
-  llvm::ArrayRef<int64_t> merged = merge.getType().getShape();
-  if (heads.size() != 4 || expanded.size() != 5 || merged.size() != 4 ||
-      split.getType().getShape() !=
-          llvm::ArrayRef<int64_t>{heads[0], heads[1], 1, heads[2], heads[3]} ||
-      expanded[0] != heads[0] || expanded[1] != heads[1] || expanded[3] != heads[2] ||
-      expanded[4] != heads[3] || merged[1] != heads[1] * expanded[2])
-    return value;
-  return split.getInput();
+    return heads;
+  llvm::ArrayRef<int64_t> kv = split.getInput().getType().getShape();
+  llvm::ArrayRef<int64_t> repeated = expand.getType().getShape();
+  llvm::ArrayRef<int64_t> merged = heads.shape;
+  if (kv.size() != 4 || repeated.size() != 5 || merged.size() != 4 ||
+      split.getType().getShape() != llvm::ArrayRef<int64_t>{kv[0], kv[1], 1, kv[2], kv[3]} ||
+      repeated[0] != kv[0] || repeated[1] != kv[1] || repeated[3] != kv[2] ||
+      repeated[4] != kv[3] || merged[1] != kv[1] * repeated[2])
+    return heads;
+  return Heads::of(split.getInput());
 }
 
 /// True when the constant `mask`, broadcast over [..., T, T], holds at (i, j) what
@@ -113,11 +140,57 @@ std::pair<Value, double> unscaledScores(Value scaled) {
   return {scaled, 1.0};
 }
 
+/// For x times a scalar constant, x and the factor; else `value` and 1.
+std::pair<Value, double> unscaledOperand(Value value) {
+  if (auto mul = value.getDefiningOp<MulOp>())
+    for (bool swapped : {false, true}) {
+      auto [x, factor] = operandOrder(mul, swapped);
+      if (std::optional<double> scale = scalarConstant(factor);
+          scale && llvm::cast<RankedTensorType>(x.getType()) == mul.getType())
+        return {x, *scale};
+    }
+  return {value, 1.0};
+}
+
+/// For k^T [B, H, D, S] written as a transpose of k [B, H, S, D] (of any 4-D tensor, or of
+/// [B*H, S, D] between reshapes), k; else nothing.
+std::optional<Heads> keyOfTransposed(Value transposed) {
+  llvm::ArrayRef<int64_t> kt = llvm::cast<RankedTensorType>(transposed.getType()).getShape();
+  if (kt.size() != 4)
+    return std::nullopt;
+  if (auto t = transposed.getDefiningOp<TransposeOp>()) {
+    // k^T = transpose(x, p) makes k = transpose(x, p with its last two axes swapped).
+    llvm::ArrayRef<int64_t> p = t.getPermutation();
+    llvm::SmallVector<int64_t, 4> key = {p[0], p[1], p[3], p[2]};
+    if (key == llvm::ArrayRef<int64_t>{0, 1, 2, 3})
+      return Heads::of(t.getInput());
+    return Heads{t.getInput(), Shape{kt[0], kt[1], kt[3], kt[2]}, key};
+  }
+  auto merge = transposed.getDefiningOp<ReshapeOp>();
+  auto t = merge ? merge.getInput().getDefiningOp<TransposeOp>() : TransposeOp();
+  if (!t || t.getPermutation() != llvm::ArrayRef<int64_t>{0, 2, 1})
+    return std::nullopt;
+  llvm::ArrayRef<int64_t> flat = t.getInput().getType().getShape();
+  if (flat[0] != kt[0] * kt[1] || flat[1] != kt[3] || flat[2] != kt[2])
+    return std::nullopt;
+  return Heads{t.getInput(), Shape{kt[0], kt[1], kt[3], kt[2]}};
+}
+
+/// The probabilities p of softmax's NaN guard where(is_nan(p), 0, p); else `value`.
+Value unguarded(Value value) {
+  auto where = value.getDefiningOp<WhereOp>();
+  auto isNan = where ? where.getCondition().getDefiningOp<IsNanOp>() : IsNanOp();
+  if (isNan && isNan.getInput() == where.getFalseValue() &&
+      isScalarConstant(where.getTrueValue(), 0.0) && where.getType() == isNan.getInput().getType())
+    return where.getFalseValue();
+  return value;
+}
+
 struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MatmulOp output, PatternRewriter &rewriter) const override {
-    auto softmax = output.getLhs().getDefiningOp<SoftmaxOp>();
+    auto softmax = unguarded(output.getLhs()).getDefiningOp<SoftmaxOp>();
     if (!softmax || output.getTransposeLhs() || output.getTransposeRhs() || output.getAddend() ||
         softmax.getAxis() != softmax.getType().getRank() - 1 || softmax.getType().getRank() != 4)
       return rewriter.notifyMatchFailure(output, "not softmax(scores) @ v over 4-D heads");
@@ -131,24 +204,34 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
     auto [raw, scale] = unscaledScores(scores);
     auto product = raw.getDefiningOp<MatmulOp>();
     // A mask that is not causal (or any other op on the scores) stops the match here.
-    if (!product || product.getTransposeLhs() || !product.getTransposeRhs() || product.getAddend())
+    if (!product || product.getTransposeLhs() || product.getAddend())
       return rewriter.notifyMatchFailure(output, "scores are not q @ k^T (after scale and mask)");
-    Value query = product.getLhs();
-    Value key = unrepeatedHeads(product.getRhs());
-    Value value = unrepeatedHeads(output.getRhs());
-    auto shapeOf = [](Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); };
-    FailureOr<Shape> shape = attentionShape(shapeOf(query), shapeOf(key), shapeOf(value), causal,
-                                            [] { return InFlightDiagnostic(); });
-    if (failed(shape) || llvm::ArrayRef<int64_t>(*shape) != output.getType().getShape()) {
-      // Repeated heads of different group sizes for k and v: use them as repeated.
-      key = product.getRhs();
-      value = output.getRhs();
-      shape = attentionShape(shapeOf(query), shapeOf(key), shapeOf(value), causal,
-                             [] { return InFlightDiagnostic(); });
-      if (failed(shape) || llvm::ArrayRef<int64_t>(*shape) != output.getType().getShape())
+    auto [query, queryScale] = unscaledOperand(product.getLhs());
+    auto [keyOperand, keyScale] = unscaledOperand(product.getRhs());
+    std::optional<Heads> repeatedKey = product.getTransposeRhs()
+                                           ? std::optional<Heads>(Heads::of(keyOperand))
+                                           : keyOfTransposed(keyOperand);
+    if (!repeatedKey)
+      return rewriter.notifyMatchFailure(output, "scores are not q @ k^T (after scale and mask)");
+    scale *= queryScale * keyScale;
+    Heads repeatedValue = Heads::of(output.getRhs());
+    auto formsAttention = [&](const Heads &key, const Heads &value) {
+      FailureOr<Shape> shape =
+          attentionShape(llvm::cast<RankedTensorType>(query.getType()).getShape(), key.shape,
+                         value.shape, causal, [] { return InFlightDiagnostic(); });
+      return succeeded(shape) && llvm::ArrayRef<int64_t>(*shape) == output.getType().getShape();
+    };
+    Heads key = unrepeatedHeads(*repeatedKey), value = unrepeatedHeads(repeatedValue);
+    // Repeated heads of different group sizes for k and v: use them as repeated.
+    if (!formsAttention(key, value)) {
+      key = *repeatedKey;
+      value = repeatedValue;
+      if (!formsAttention(key, value))
         return rewriter.notifyMatchFailure(output, "q, k, v shapes do not form attention");
     }
-    rewriter.replaceOpWithNewOp<AttentionOp>(output, output.getType(), query, key, value,
+    Location loc = output.getLoc();
+    rewriter.replaceOpWithNewOp<AttentionOp>(output, output.getType(), query,
+                                             key.build(rewriter, loc), value.build(rewriter, loc),
                                              rewriter.getF64FloatAttr(scale),
                                              causal ? rewriter.getUnitAttr() : UnitAttr());
     return success();

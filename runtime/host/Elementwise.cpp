@@ -180,6 +180,24 @@ void where(const Args<T> &args) {
     select(&HostTensor<T>::ints);
 }
 
+/// A boolean result from a test of each real: is_nan, is_inf.
+template <typename T, typename Test>
+void classify(const Args<T> &args, Test test) {
+  args.expectCounts(1, 1, 1);
+  const std::vector<T> &x = args.reals(0);
+  HostTensor<T> &r = args.out(0);
+  if (r.isFloat || args.in(0).shape != r.shape)
+    args.fail("the result must be a boolean tensor of the input's shape");
+  for (size_t i = 0; i < x.size(); ++i)
+    r.ints[i] = test(x[i]);
+}
+
+template <typename T>
+void isInf(const Args<T> &args) {
+  bool negative = !args.flag("ignore_negative"), positive = !args.flag("ignore_positive");
+  classify(args, [&](T x) { return std::isinf(x) && (x < 0 ? negative : positive); });
+}
+
 template <typename T>
 void cast(const Args<T> &args) {
   args.expectCounts(1, 1, 1);
@@ -255,6 +273,10 @@ void addElementwiseKernels(KernelMap<T> &kernels) {
   kernels["mt.gelu"] = gelu<T>;
   kernels["mt.activation_grad"] = activationGrad<T>;
   kernels["mt.where"] = where<T>;
+  kernels["mt.is_nan"] = [](const Args<T> &args) {
+    classify(args, [](T x) { return std::isnan(x); });
+  };
+  kernels["mt.is_inf"] = isInf<T>;
   kernels["mt.cast"] = cast<T>;
 }
 

@@ -236,3 +236,57 @@ func.func @scores_without_transpose(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4
   %o = mt.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// Tests torch's scaled_dot_product_attention export (dynamo exporter): the scale split as
+// sqrt(scale) on q and on k^T, k^T transposed as [B*H, S, D] between reshapes of the
+// grouped-query repeat, and softmax's NaN guard. The keys keep their one head.
+// CHECK-LABEL: func.func @sdpa_export
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x8xf32>, %[[K:.*]]: tensor<1x1x4x8xf32>, %[[V:.*]]: tensor<1x1x4x8xf32>)
+// CHECK: %[[O:.*]] = mt.attention %[[Q]], %[[K]], %[[V]] scale = 0.3535{{[0-9]*}} causal : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+// CHECK-NOT: mt.is_nan
+// CHECK-NOT: mt.where
+// CHECK-NOT: mt.softmax
+// CHECK: return %[[O]]
+func.func @sdpa_export(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %root = mt.constant dense<0.594603539> : tensor<f32>
+  %zero = mt.constant dense<0.0> : tensor<f32>
+  %mask = mt.constant dense<[[[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %qs = mt.mul %q, %root : (tensor<1x2x4x8xf32>, tensor<f32>) -> tensor<1x2x4x8xf32>
+  %k5 = mt.reshape %k : tensor<1x1x4x8xf32> -> tensor<1x1x1x4x8xf32>
+  %ke = mt.expand %k5 : tensor<1x1x1x4x8xf32> -> tensor<1x1x2x4x8xf32>
+  %k3 = mt.reshape %ke : tensor<1x1x2x4x8xf32> -> tensor<2x4x8xf32>
+  %kt3 = mt.transpose %k3 permutation = [0, 2, 1] : tensor<2x4x8xf32> -> tensor<2x8x4xf32>
+  %kt = mt.reshape %kt3 : tensor<2x8x4xf32> -> tensor<1x2x8x4xf32>
+  %kts = mt.mul %kt, %root : (tensor<1x2x8x4xf32>, tensor<f32>) -> tensor<1x2x8x4xf32>
+  %s = mt.matmul %qs, %kts : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %u = mt.add %s, %mask : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %nan = mt.is_nan %p : tensor<1x2x4x4xf32> -> tensor<1x2x4x4xi1>
+  %g = mt.where %nan, %zero, %p : (tensor<1x2x4x4xi1>, tensor<f32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %v5 = mt.reshape %v : tensor<1x1x4x8xf32> -> tensor<1x1x1x4x8xf32>
+  %ve = mt.expand %v5 : tensor<1x1x1x4x8xf32> -> tensor<1x1x2x4x8xf32>
+  %vr = mt.reshape %ve : tensor<1x1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  %o = mt.matmul %g, %vr : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Tests that a guard on something other than the softmax it feeds (where(is_nan(x), 0, p)
+// with x not p) is not mistaken for softmax's NaN guard: nothing is raised.
+// CHECK-LABEL: func.func @foreign_nan_guard
+// CHECK-NOT: mt.attention
+// CHECK: mt.softmax
+func.func @foreign_nan_guard(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %zero = mt.constant dense<0.0> : tensor<f32>
+  %mask = mt.constant dense<[[[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %u = mt.add %s, %mask : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x4x4xf32>
+  %nan = mt.is_nan %x : tensor<1x2x4x4xf32> -> tensor<1x2x4x4xi1>
+  %g = mt.where %nan, %zero, %p : (tensor<1x2x4x4xi1>, tensor<f32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = mt.matmul %g, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}

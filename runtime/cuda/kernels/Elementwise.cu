@@ -403,6 +403,26 @@ void where(const KernelArgs &args) {
                      Select<false>{condition.ref(), a.ref(), b.ref(), r.ref()});
 }
 
+/// A boolean result from a test of each real: NaN, or an infinity of a sign not ignored.
+struct Classify {
+  Ref x, y;
+  bool nan, negative, positive;
+  __device__ void operator()(int64_t i, const int64_t (&)[1]) const {
+    float v = loadReal(x, i);
+    storeInt(y, i, nan ? isnan(v) : isinf(v) && (v < 0.0f ? negative : positive));
+  }
+};
+
+void classify(const KernelArgs &args, bool nan) {
+  args.expectCounts(1, 1, 1);
+  const DeviceTensor &x = args.real(0), &y = args.out(0);
+  if (y.isFloat() || x.shape != y.shape)
+    args.fail("the result must be a boolean tensor of the input's shape");
+  launchContiguous<1>(args, y.size(),
+                      Classify{x.ref(), y.ref(), nan, !args.flag("ignore_negative"),
+                               !args.flag("ignore_positive")});
+}
+
 /// Converts between element kinds (and storages of one kind). Reals become integers by
 /// truncation; the host refuses non-finite reals, which a kernel cannot, so here they follow
 /// the hardware conversion: NaN gives 0 and infinities saturate to the int64 limits.
@@ -461,6 +481,8 @@ void addElementwiseKernels(DeviceKernelMap &kernels) {
   kernels["mt.gelu"] = gelu;
   kernels["mt.activation_grad"] = activationGrad;
   kernels["mt.where"] = where;
+  kernels["mt.is_nan"] = [](const KernelArgs &args) { classify(args, true); };
+  kernels["mt.is_inf"] = [](const KernelArgs &args) { classify(args, false); };
   kernels["mt.cast"] = cast;
 }
 
