@@ -3,6 +3,7 @@
 #ifndef MT_FRONTEND_GRAPHIMPORTER_H
 #define MT_FRONTEND_GRAPHIMPORTER_H
 
+#include "frontend/ExportSignature.h"
 #include "frontend/HostTensor.h"
 #include "frontend/OnnxImporter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,11 +15,15 @@
 namespace mt {
 
 /// What an ONNX value name stands for during import. A value is known (folded on the host),
-/// an initializer that becomes a parameter when an op first reads it, or computed by ops;
+/// an initializer that becomes a parameter when an op first reads it (or the transpose of
+/// another's), or computed by ops;
 /// `value` also caches the op that materialized a known value or a parameter.
 struct ImportedValue {
   std::optional<HostTensor> known;
   const onnx::TensorProto *initializer = nullptr;
+  /// The initializer whose transpose this initializer holds (an untied tied weight): read as
+  /// that parameter, transposed.
+  std::string transposeOf;
   mlir::Value value;
 };
 
@@ -78,6 +83,8 @@ private:
   /// use is dominated; the next one goes after `lastParameterRead`.
   mlir::Operation *lastParameterRead = nullptr;
   llvm::StringMap<mlir::Value> parameters;
+  /// What torch's dynamo exporter says of the initializers (empty for other exporters).
+  ExportSignature signature;
 };
 
 /// Translates one node: reads its inputs and attributes, folds it when every input is

@@ -5,6 +5,7 @@
 
 #include "frontend/GraphImporter.h"
 #include "frontend/ModelReader.h"
+#include "frontend/TiedWeights.h"
 #include "ir/MtOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -14,6 +15,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <cstring>
 #include <deque>
 
 using namespace mlir;
@@ -240,7 +242,12 @@ Value GraphImporter::readParameter(const onnx::TensorProto &tensor, Location loc
   builder.setInsertionPoint(function);
   auto parameter = builder.create<ParameterOp>(loc, builder.getStringAttr(tensor.name()),
                                                TypeAttr::get(type), StringAttr(), IntegerAttr(),
-                                               IntegerAttr());
+                                               IntegerAttr(), StringAttr(), UnitAttr());
+  if (auto source = signature.transposedParameters.find(tensor.name());
+      source != signature.transposedParameters.end()) {
+    parameter.setSourceNameAttr(builder.getStringAttr(source->second));
+    parameter.setSourceTransposed(true);
+  }
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
     ExternalData where = externalDataOf(tensor);
     parameter.setExternalFileAttr(builder.getStringAttr(where.file));
@@ -260,6 +267,14 @@ Value GraphImporter::readParameter(const onnx::TensorProto &tensor, Location loc
 Value GraphImporter::materialize(ImportedValue &value, Location loc) {
   if (value.value)
     return value.value;
+  if (!value.transposeOf.empty()) {
+    Value original = materialize(values[value.transposeOf], loc);
+    auto type = llvm::cast<RankedTensorType>(original.getType());
+    value.value = builder.create<TransposeOp>(
+        loc, type.clone({type.getDimSize(1), type.getDimSize(0)}), original,
+        builder.getDenseI64ArrayAttr({1, 0}));
+    return value.value;
+  }
   if (value.initializer) {
     value.value = readParameter(*value.initializer, loc);
     return value.value;
@@ -291,6 +306,7 @@ Value GraphImporter::materialize(ImportedValue &value, Location loc) {
 }
 
 LogicalResult GraphImporter::importInitializers() {
+  signature = readExportSignature(model.graph());
   for (const onnx::TensorProto &tensor : model.graph().initializer()) {
     Location loc = locationOf(tensor.name());
     if (!elementType(tensor.data_type()))
@@ -302,6 +318,16 @@ LogicalResult GraphImporter::importInitializers() {
     ImportedValue imported;
     bool isParameter = HostTensor::isFloatType(tensor.data_type()) &&
                        numElements(Shape(tensor.dims().begin(), tensor.dims().end())) > 1;
+    // A module's buffer (rotary frequencies) is no weight PyTorch trains either, nor a
+    // constant the exporter materialized (the ones of a norm without weights): under an
+    // export signature, an initializer that is no parameter and holds one value throughout.
+    if (signature.buffers.contains(tensor.name()))
+      isParameter = false;
+    else if (isParameter && !signature.empty() && !signature.isParameter(tensor.name()) &&
+             tensor.data_location() != onnx::TensorProto::EXTERNAL)
+      if (std::optional<HostTensor> known = decodeTensor(tensor);
+          known && llvm::all_equal(known->reals))
+        isParameter = false;
     // An inline tensor holding infinities (an additive attention mask) is no weight anyone
     // trains: it folds like the integer masks do.
     if (isParameter && tensor.data_location() != onnx::TensorProto::EXTERNAL)
@@ -318,6 +344,25 @@ LogicalResult GraphImporter::importInitializers() {
                                  "missing, truncated or of a type mt does not fold";
     }
     values[tensor.name()] = std::move(imported);
+  }
+  // The dynamo exporter keeps tied weights one initializer; the legacy one may not.
+  if (!signature.empty())
+    return success();
+  std::vector<const onnx::TensorProto *> matrices;
+  for (const onnx::TensorProto &tensor : model.graph().initializer())
+    if (values[tensor.name()].initializer)
+      matrices.push_back(&tensor);
+  auto bytes = [&](const onnx::TensorProto &tensor) -> std::optional<std::string> {
+    if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+      return readExternalData(tensor);
+    if (!tensor.raw_data().empty())
+      return tensor.raw_data();
+    std::string packed(tensor.float_data_size() * sizeof(float), '\0');
+    std::memcpy(packed.data(), tensor.float_data().data(), packed.size());
+    return packed;
+  };
+  for (const auto &copy : findTransposedCopies(matrices, bytes)) {
+    values[copy.getKey()].transposeOf = copy.getValue();
   }
   return success();
 }

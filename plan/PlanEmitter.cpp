@@ -220,6 +220,8 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
     parameterIndex[parameter.getSymName()] = plan.parameters_size();
     plan::Parameter *out = plan.add_parameters();
     out->set_name(parameter.getSymName().str());
+    out->set_source_name(parameter.getSourceName().value_or(parameter.getSymName()).str());
+    out->set_source_transposed(parameter.getSourceTransposed());
     setType(parameter.getTensorType(), *out->mutable_type());
     if (std::optional<StringRef> file = parameter.getExternalFile()) {
       out->set_file(planPath(*file, modelDir, planDir));

@@ -1,0 +1,82 @@
+// Parses the graph signature torch's exporter writes as graph metadata, one line per input:
+//   p_model_lm_head_weight: PARAMETER target='model.lm_head.weight'
+//   b_model_rotary_emb_inv_freq: BUFFER target='model.rotary_emb.inv_freq' persistent=False
+// and each node's FX origin, where a linear layer's folded weight transpose is found:
+//   %linear : [...] = call_function[target=torch.ops.aten.linear.default](args = (%x, %p_w), ...)
+#include "frontend/ExportSignature.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <google/protobuf/unknown_field_set.h>
+
+namespace mt {
+
+namespace {
+
+constexpr llvm::StringLiteral kSignatureKey = "pkg.torch.export.ExportedProgram.graph_signature";
+constexpr llvm::StringLiteral kFxNodeKey = "pkg.torch.onnx.fx_node";
+constexpr llvm::StringLiteral kLinear = "call_function[target=torch.ops.aten.linear.default]";
+/// GraphProto.metadata_props and NodeProto.metadata_props, from ONNX 1.16 (IR 10): newer
+/// than the onnx.proto mt builds with, so they are read from the messages' unknown fields.
+constexpr int kGraphMetadataField = 16, kNodeMetadataField = 9;
+
+/// The value of metadata entry `key` in `message`'s field `field`, or "".
+std::string metadataValue(const google::protobuf::Message &message, int field,
+                          llvm::StringRef key) {
+  const google::protobuf::UnknownFieldSet &unknown =
+      message.GetReflection()->GetUnknownFields(message);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &entry = unknown.field(i);
+    if (entry.number() != field || entry.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      continue;
+    onnx::StringStringEntryProto pair;
+    if (pair.ParseFromString(entry.length_delimited()) && pair.key() == key)
+      return pair.value();
+  }
+  return "";
+}
+
+} // namespace
+
+ExportSignature readExportSignature(const onnx::GraphProto &graph) {
+  ExportSignature signature;
+  std::string text = metadataValue(graph, kGraphMetadataField, kSignatureKey);
+  {
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(text).split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      auto [placeholder, rest] = line.trim().split(": ");
+      auto [kind, attributes] = rest.split(' ');
+      auto [before, target] = attributes.split("target='");
+      target = target.take_until([](char c) { return c == '\''; });
+      if (target.empty())
+        continue;
+      if (kind == "BUFFER")
+        signature.buffers.insert(target);
+      else if (kind == "PARAMETER") {
+        signature.parameters[placeholder] = target.str();
+        signature.parameterNames.insert(target);
+      }
+    }
+  }
+  if (signature.parameters.empty())
+    return signature;
+  // MatMul(x, c) exported from linear(x, %p_w): c is w's transpose, folded by the exporter.
+  for (const onnx::NodeProto &node : graph.node()) {
+    if (node.op_type() != "MatMul" || node.input_size() != 2)
+      continue;
+    llvm::StringRef origin = metadataValue(node, kNodeMetadataField, kFxNodeKey);
+    size_t call = origin.find(kLinear);
+    if (call == llvm::StringRef::npos)
+      continue;
+    llvm::StringRef args = origin.drop_front(call + kLinear.size()).split("args = (").second;
+    llvm::StringRef weight = args.split(", ").second.split(')').first.split(',').first.trim();
+    auto parameter = signature.parameters.find(weight.drop_front(weight.starts_with("%")));
+    if (parameter != signature.parameters.end() && node.input(1) != parameter->second)
+      signature.transposedParameters[node.input(1)] = parameter->second;
+  }
+  return signature;
+}
+
+} // namespace mt
