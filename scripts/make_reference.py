@@ -13,14 +13,9 @@ import torch.nn.functional as F
 import make_fixtures as fx
 
 
-def reference(model, name, outdir, steps, clip):
-    # A file of exactly B*(T+1) tokens: mt-run's windows wrap, so every step sees this batch.
-    generator = np.random.default_rng(1)
-    tokens = generator.integers(0, fx.VOCAB, size=fx.BATCH * (fx.SEQ + 1)).astype(np.uint16)
-    tokens.tofile(os.path.join(outdir, name + ".tokens"))
-    windows = torch.from_numpy(tokens.astype(np.int64)).view(fx.BATCH, fx.SEQ + 1)
-    inputs, targets = windows[:, :-1], windows[:, 1:]
-
+def train(model, inputs, targets, steps, clip=0):
+    """torch.optim.AdamW with mt-run's defaults on one batch: each step's loss and gradient
+    norm (before clipping to `clip`, when given)."""
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
                                   weight_decay=0.01)
@@ -35,6 +30,16 @@ def reference(model, name, outdir, steps, clip):
         optimizer.step()
         losses.append(loss.item())
         norms.append(norm.item())
+    return losses, norms
+
+
+def reference(model, name, outdir, steps, clip):
+    # A file of exactly B*(T+1) tokens: mt-run's windows wrap, so every step sees this batch.
+    generator = np.random.default_rng(1)
+    tokens = generator.integers(0, fx.VOCAB, size=fx.BATCH * (fx.SEQ + 1)).astype(np.uint16)
+    tokens.tofile(os.path.join(outdir, name + ".tokens"))
+    windows = torch.from_numpy(tokens.astype(np.int64)).view(fx.BATCH, fx.SEQ + 1)
+    losses, norms = train(model, windows[:, :-1], windows[:, 1:], steps, clip)
     suffix = f".clip{clip:g}" if clip else ""
     with open(os.path.join(outdir, name + suffix + ".losses.json"), "w") as out:
         json.dump({"lr": 1e-3, "weight_decay": 0.01, "grad_clip": clip, "losses": losses,

@@ -1,0 +1,199 @@
+# Builds tiny Hugging Face decoders of every family transformers offers among the ones mt
+# targets, exports each with torch's dynamo and legacy exporters (with and without an
+# attention_mask input), and trains each in PyTorch fp32 for the reference losses.
+# Run by developers through scripts/make_zoo.sh (a venv with a current torch), not by CI.
+# Usage: make_zoo.py OUTDIR [FAMILY ...]
+import json
+import os
+import sys
+import traceback
+import warnings
+
+import numpy as np
+import safetensors.torch
+import torch
+import transformers
+
+import make_reference
+
+VOCAB, HIDDEN, LAYERS, HEADS, KV_HEADS, FFN = 256, 64, 2, 4, 2, 128
+BATCH, SEQ, STEPS, SEED = 2, 16, 20, 0
+# The family whose trained weights are saved as pretrained weights, and the steps after them.
+PRETRAINED, PRETRAINED_STEPS = "llama", 6
+# mt-run's AdamW defaults, which make_reference.train uses.
+LR, WEIGHT_DECAY = 1e-3, 0.01
+
+COMMON = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
+              num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, intermediate_size=FFN,
+              max_position_embeddings=64, attention_dropout=0.0)
+
+# Each family: its config class and the fields that make it tiny (its own names where they
+# differ). A family missing from the installed transformers is skipped and said so.
+FAMILIES = {
+    "llama": ("LlamaConfig", COMMON),
+    "mistral": ("MistralConfig", COMMON),
+    "qwen2": ("Qwen2Config", COMMON),
+    "qwen3": ("Qwen3Config", dict(COMMON, head_dim=16)),
+    "gemma": ("GemmaConfig", dict(COMMON, head_dim=16)),
+    "gemma2": ("Gemma2Config", dict(COMMON, head_dim=16)),
+    "gemma3": ("Gemma3TextConfig", dict(COMMON, head_dim=16)),
+    "phi3": ("Phi3Config", dict(COMMON, pad_token_id=0)),
+    "gpt2": ("GPT2Config", dict(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS,
+                                n_inner=FFN, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
+                                attn_pdrop=0.0)),
+    "gpt_neox": ("GPTNeoXConfig", dict(COMMON, num_key_value_heads=None, hidden_dropout=0.0)),
+    "opt": ("OPTConfig", dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
+                              num_attention_heads=HEADS, ffn_dim=FFN, word_embed_proj_dim=HIDDEN,
+                              max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+                              pad_token_id=1)),
+    "falcon": ("FalconConfig", dict(vocab_size=VOCAB, hidden_size=HIDDEN,
+                                    num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+                                    num_kv_heads=KV_HEADS, new_decoder_architecture=True,
+                                    hidden_dropout=0.0, attention_dropout=0.0)),
+    "stablelm": ("StableLmConfig", COMMON),
+    "olmo": ("OlmoConfig", COMMON),
+    "olmo2": ("Olmo2Config", COMMON),
+    "smollm3": ("SmolLM3Config", dict(COMMON, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+}
+
+
+def logits_only(model):
+    """The model as mt compiles it: token ids (and a padding mask) in, logits out. The class
+    is swapped rather than wrapped, so that parameters keep save_pretrained's names."""
+    base = type(model)
+
+    class LogitsOnly(base):
+        def forward(self, input_ids, attention_mask=None):
+            return base.forward(self, input_ids=input_ids, attention_mask=attention_mask,
+                                use_cache=False).logits
+
+    model.__class__ = LogitsOnly
+    return model
+
+
+def build(family):
+    config_name, fields = FAMILIES[family]
+    config_class = getattr(transformers, config_name, None)
+    if config_class is None:
+        return None
+    config = config_class(**{k: v for k, v in fields.items() if v is not None})
+    # The attention users get: scaled_dot_product_attention where the family offers it.
+    try:
+        torch.manual_seed(SEED)
+        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    except ValueError:
+        torch.manual_seed(SEED)
+        model = transformers.AutoModelForCausalLM.from_config(config,
+                                                              attn_implementation="eager")
+    model = model.float()
+    # Norm weights start at ones; random ones make an importer that drops them fail.
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if parameter.dim() == 1:
+                parameter.add_(torch.randn_like(parameter) * 0.1)
+    return logits_only(model)
+
+
+def tokens():
+    """B*(T+1) tokens: mt-run's windows wrap, so every step sees this one batch."""
+    generator = np.random.default_rng(1)
+    return generator.integers(0, VOCAB, size=BATCH * (SEQ + 1)).astype(np.uint16)
+
+
+def export(model, path, dynamo, masked):
+    ids = torch.zeros(BATCH, SEQ, dtype=torch.long)
+    args = (ids, torch.ones(BATCH, SEQ, dtype=torch.long)) if masked else (ids,)
+    names = ["input_ids", "attention_mask"] if masked else ["input_ids"]
+    axes = {name: {0: "batch", 1: "sequence"} for name in names}
+    model.eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if dynamo:
+            program = torch.onnx.export(model, args, None, dynamo=True, input_names=names,
+                                        output_names=["logits"], dynamic_shapes=(
+                                            tuple(axes[n] for n in names)))
+            program.save(path, external_data=False)
+        else:
+            torch.onnx.export(model, args, path, dynamo=False, opset_version=17,
+                              input_names=names, output_names=["logits"],
+                              dynamic_axes=dict(axes, logits={0: "batch", 1: "sequence"}))
+
+
+def reference(model, data, steps=STEPS):
+    windows = torch.from_numpy(data.astype(np.int64)).view(BATCH, SEQ + 1)
+    return make_reference.train(model, windows[:, :-1], windows[:, 1:], steps)
+
+
+def pretrained(family, data, outdir):
+    """The model after the reference run, as save_pretrained writes it (in shards) and in bf16,
+    with PyTorch's losses of PRETRAINED_STEPS more steps (a fresh AdamW) from each: what
+    mt-run --weights must reproduce."""
+    model = build(family)
+    reference(model, data)
+    folder = os.path.join(outdir, family + ".pretrained")
+    model.save_pretrained(folder, max_shard_size="200KB")
+    for extra in os.listdir(folder):
+        if not extra.endswith((".safetensors", ".index.json")):
+            os.remove(os.path.join(folder, extra))
+    state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()
+             if not k.endswith("inv_freq")}
+    safetensors.torch.save_file(state, os.path.join(outdir, family + ".pretrained-bf16.safetensors"))
+    for suffix, weights in ("", None), ("-bf16", state):
+        again = build(family)
+        if weights:
+            again.load_state_dict({k: v.float() for k, v in weights.items()}, strict=False)
+        else:
+            again.load_state_dict(model.state_dict())
+        losses, norms = reference(again, data, PRETRAINED_STEPS)
+        with open(os.path.join(outdir, f"{family}.pretrained{suffix}.losses.json"), "w") as out:
+            json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "losses": losses,
+                       "grad_norms": norms}, out)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: make_zoo.py OUTDIR [FAMILY ...]")
+    outdir = sys.argv[1]
+    families = sys.argv[2:] or list(FAMILIES)
+    os.makedirs(outdir, exist_ok=True)
+    data = tokens()
+    data.tofile(os.path.join(outdir, "zoo.tokens"))
+    index_path = os.path.join(outdir, "zoo.json")
+    index = json.load(open(index_path)) if os.path.exists(index_path) else {}
+    index["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
+    index["shape"] = {"batch": BATCH, "sequence": SEQ}
+    models = index.setdefault("models", {})
+    for family in families:
+        if build(family) is None:
+            print(f"{family}: not in transformers {transformers.__version__}")
+            continue
+        losses, norms = reference(build(family), data)
+        with open(os.path.join(outdir, family + ".losses.json"), "w") as out:
+            json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "losses": losses,
+                       "grad_norms": norms}, out)
+        for exporter, dynamo in ("dynamo", True), ("legacy", False):
+            for masked in False, True:
+                name = f"{family}.{exporter}{'.mask' if masked else ''}"
+                path = os.path.join(outdir, name + ".onnx")
+                try:
+                    export(build(family), path, dynamo, masked)
+                    models[name] = {"family": family, "exporter": exporter, "masked": masked,
+                                    "exported": True}
+                    print(f"{name}: exported, {os.path.getsize(path)} bytes")
+                except Exception as error:
+                    if os.path.exists(path):
+                        os.remove(path)
+                    reason = traceback.format_exception_only(error)[-1].strip()
+                    models[name] = {"family": family, "exporter": exporter, "masked": masked,
+                                    "exported": False, "reason": reason[:300]}
+                    print(f"{name}: the exporter failed: {reason[:300]}")
+        if family == PRETRAINED:
+            pretrained(family, data, outdir)
+        print(f"{family}: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+        # Written after each family, so that a family that fails loses only its own entries.
+        with open(index_path, "w") as out:
+            json.dump(index, out, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()

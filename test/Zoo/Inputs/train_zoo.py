@@ -1,0 +1,148 @@
+# Compiles and trains every model of the fixture zoo (scripts/make_zoo.py) and compares each
+# with PyTorch: the first loss within 1e-5 relative, every step's loss and gradient norm
+# within --tolerance. Checks that attention is fused wherever the family's attention is
+# causal softmax attention, and that a model mt cannot compile gets an error naming the node.
+# Prints a line per model and, with --markdown, writes docs/MODELS.md's table.
+# Exit 1 when any model does not behave as expected.
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# Families whose attention is not plain causal softmax attention, so mt.attention must not be
+# raised from them (they train unfused), and why.
+UNFUSED = {
+    "gemma2": "attention logits soft-capped (tanh) before the softmax",
+}
+
+
+def run(command):
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def opset(path):
+    """The model's default-domain opset, read with Debian's onnx (no torch needed)."""
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    return ",".join(str(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx"))
+
+
+def relative(got, want):
+    return abs(got - want) / abs(want)
+
+
+def worst_error(steps, reference):
+    """Each step's relative error: the loss's first, then the larger of loss and norm."""
+    return [max(relative(s["loss"], loss), relative(s["grad_norm"], norm)) if i else
+            relative(s["loss"], loss)
+            for i, (s, loss, norm) in enumerate(zip(steps, reference["losses"],
+                                                    reference["grad_norms"]))]
+
+
+def check_model(name, entry, args, reference):
+    """(passed, row) for one model: row holds the MODELS.md columns."""
+    family = entry["family"]
+    row = {"model": name, "family": family, "exporter": entry["exporter"],
+           "mask": "yes" if entry["masked"] else "no"}
+    if not entry["exported"]:
+        row["result"] = "torch's exporter fails: " + entry["reason"].split(": ", 1)[-1].strip()
+        return True, row
+    model = os.path.join(args.zoo, name + ".onnx")
+    shape = f"{args.shape['batch']}x{args.shape['sequence']}"
+    inputs = ["--input-shape", f"input_ids:{shape}"]
+    if entry["masked"]:
+        inputs += ["--input-shape", f"attention_mask:{shape}"]
+    plan = os.path.join(args.work, name + ".mtp")
+    compiled = run([args.mtc, model, *inputs, "-o", plan])
+    if compiled.returncode != 0:
+        error = (compiled.stderr.strip().splitlines() or ["(no message)"])[0]
+        row["result"] = "refused: " + error.split("error: ", 1)[-1]
+        # A model mt cannot take must be refused cleanly, naming the node it stopped at.
+        clean = compiled.returncode == 1 and "node '" in error
+        return clean and entry["masked"], row
+    summary = json.loads(run([args.mtc, model, *inputs, "--summary=json"]).stdout)
+    ops = summary["ops"]
+    fused = ops.get("mt.attention", 0) > 0 and "mt.softmax" not in ops
+    row["opset"] = opset(model)
+    row["fused attention"] = "yes" if fused else "no (" + UNFUSED.get(family, "not raised") + ")"
+    row["raised"] = ", ".join(sorted(op[3:] for op in ops if op[3:] in RAISED))
+    metrics = os.path.join(args.work, name + ".jsonl")
+    trained = run([args.mt_run, plan, "--data", os.path.join(args.zoo, "zoo.tokens"), "--steps",
+                   str(len(reference["losses"])), "--metrics", metrics, *args.mt_run_args])
+    if trained.returncode != 0:
+        row["result"] = "mt-run failed: " + (trained.stderr.strip().splitlines() or [""])[-1]
+        return False, row
+    steps = [json.loads(line) for line in open(metrics)]
+    losses = worst_error(steps, reference)
+    worst = max(losses)
+    row["first loss error"] = f"{losses[0]:.1e}"
+    row["worst error"] = f"{worst:.1e}"
+    passed = (len(steps) == len(reference["losses"]) and losses[0] <= args.first_tolerance and
+              worst <= args.tolerance and fused == (family not in UNFUSED))
+    row["result"] = "trains like PyTorch" if passed else "differs"
+    device = os.path.join(args.device_metrics or "", f"zoo-{name}.jsonl")
+    if args.device_metrics and os.path.exists(device):
+        steps = [json.loads(line) for line in open(device)]
+        row["GPU worst error"] = f"{max(worst_error(steps, reference)):.1e}"
+    return passed, row
+
+
+RAISED = {"embedding", "linear", "layer_norm", "rms_norm", "gelu", "silu", "rope", "attention"}
+COLUMNS = ["family", "exporter", "mask", "opset", "raised", "fused attention",
+           "first loss error", "worst error", "GPU worst error", "result"]
+
+
+def markdown(rows, versions):
+    lines = ["# Models", "",
+             f"Tiny decoders (vocabulary 256, hidden 64, 2 layers, random weights) of every "
+             f"family of transformers {versions['transformers']} that mt targets, exported by "
+             f"torch {versions['torch']}'s dynamo exporter (`dynamo=True`, its default opset) "
+             f"and its legacy one (`dynamo=False`, opset 17), without and with an "
+             f"`attention_mask` input (`scripts/make_zoo.sh`, files in `test/Zoo/Models`). "
+             f"Each model mt compiles is trained 20 AdamW steps on 2 x 16 tokens and compared "
+             f"with PyTorch fp32: the errors are relative, of the first loss and the worst of "
+             f"every step's loss and gradient norm, on the host backend "
+             f"(`test/Zoo/zoo.test`, CI) and on the H200 (`scripts/device-suite.sh`, bf16 "
+             f"storage). `raised` lists the fused ops the graph was raised to.", "",
+             "| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
+    for row in rows:
+        lines.append("| " + " | ".join(row.get(c, "") for c in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("zoo")
+    parser.add_argument("work")
+    parser.add_argument("--mtc", required=True)
+    parser.add_argument("--mt-run", required=True)
+    parser.add_argument("--tolerance", type=float, default=1e-2)
+    parser.add_argument("--first-tolerance", type=float, default=1e-5)
+    parser.add_argument("--backend", default="host")
+    parser.add_argument("--markdown", help="write docs/MODELS.md's table of results here")
+    parser.add_argument("--device-metrics",
+                        help="a folder of the GPU suite's zoo-NAME.jsonl, for a GPU column")
+    args = parser.parse_args()
+    args.mt_run_args = ["--backend=" + args.backend]
+    index = json.load(open(os.path.join(args.zoo, "zoo.json")))
+    args.shape = index["shape"]
+    os.makedirs(args.work, exist_ok=True)
+    rows, failures = [], 0
+    for name, entry in sorted(index["models"].items()):
+        reference = json.load(open(os.path.join(args.zoo, entry["family"] + ".losses.json")))
+        passed, row = check_model(name, entry, args, reference)
+        rows.append(row)
+        failures += not passed
+        print(f"{'PASS' if passed else 'FAIL'} {name}: {row['result']}"
+              + (f" (first loss {row['first loss error']}, worst {row['worst error']}, "
+                 f"fused attention {row['fused attention']})" if "worst error" in row else ""))
+    if args.markdown:
+        with open(args.markdown, "w") as out:
+            out.write(markdown(rows, index["versions"]))
+    print(f"{len(rows) - failures} of {len(rows)} models as expected")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
