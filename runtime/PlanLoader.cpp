@@ -88,17 +88,22 @@ int64_t numElements(const plan::TensorType &type) {
   return n;
 }
 
-plan::Plan loadPlan(const std::string &path) {
+std::string readFileBytes(const std::string &path, const std::string &what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw std::runtime_error("cannot open plan " + path);
+    throw std::runtime_error("cannot open " + what + " " + path);
   std::stringstream bytes;
   bytes << in.rdbuf();
+  return bytes.str();
+}
+
+plan::Plan loadPlan(const std::string &path) {
+  std::string bytes = readFileBytes(path, "plan");
   plan::Plan plan;
   auto fail = [&](const std::string &why) {
     throw std::runtime_error("plan " + path + ": " + why);
   };
-  if (!plan.ParseFromString(bytes.str()))
+  if (!plan.ParseFromString(bytes))
     fail("not a plan (truncated, or not written by mtc)");
   if (plan.format_version() != 1)
     fail("format version " + std::to_string(plan.format_version()) + " is not 1");

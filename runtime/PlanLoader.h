@@ -9,6 +9,9 @@
 
 namespace mt {
 
+/// Every byte of the file at `path`; throws std::runtime_error "cannot open `what` PATH".
+std::string readFileBytes(const std::string &path, const std::string &what);
+
 /// The plan at `path`; throws std::runtime_error naming the file and the first problem.
 plan::Plan loadPlan(const std::string &path);
 

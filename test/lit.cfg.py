@@ -41,6 +41,9 @@ for test in ("mt-adamw-test", "mt-update-queue-test", "mt-rendezvous-test",
 # Fixture scripts need Debian's python3 (torch, onnx), not the interpreter running lit.
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# onnxruntime lives in the venv scripts/setup.sh --tests makes in the build folder.
+config.substitutions.append(
+    ("%ort-python", os.path.join(config.mt_obj_root, "test-venv", "bin", "python")))
 llvm_config.add_tool_substitutions(
     ["mtc", "mt-opt", "mt-run"], [os.path.join(config.mt_obj_root, "tools")])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -37,9 +37,14 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
   --init model|random       initial weights from the plan's files or drawn (default model)
+  --weights PATH            pretrained weights: a .safetensors file, or a folder of shards
+                            with model.safetensors.index.json, by PyTorch parameter name
+  --weights-map FILE        JSON: plan parameter -> PyTorch name, or -> {"name": N,
+                            "transposed": true}, where the plan lacks the names (legacy export)
   --seed S                  seed of --init=random (default 0)
   --metrics OUT.jsonl       one JSON object per step
-  --save-weights OUT.safetensors
+  --save-weights OUT.safetensors   the trained weights under PyTorch's names and layouts
+  --save-onnx OUT.onnx      the source model with the trained weights (OUT.onnx.data)
   --lr --beta1 --beta2 --eps --weight-decay X   AdamW (defaults from the plan)
   --no-decay REGEX          parameter names without weight decay
   --grad-clip X             clip the global gradient norm to X
@@ -157,6 +162,12 @@ Options parseOptions(int argc, char **argv) {
       options.metrics = take();
     else if (arg == "--save-weights")
       options.saveWeights = take();
+    else if (arg == "--save-onnx")
+      options.saveOnnx = take();
+    else if (arg == "--weights")
+      options.weights = take();
+    else if (arg == "--weights-map")
+      options.weightsMap = take();
     else if (auto flag = optimizerFlags().find(arg); flag != optimizerFlags().end()) {
       std::string value = take();
       plan::AdamW check; // a bad value is a usage error now, not after loading the plan
@@ -176,6 +187,11 @@ Options parseOptions(int argc, char **argv) {
     throw std::runtime_error("--steps must be at least 1");
   if (options.init != "model" && options.init != "random")
     throw std::runtime_error("--init must be model or random, got " + options.init);
+  if (!options.weights.empty() && options.init == "random")
+    throw std::runtime_error("--weights and --init=random exclude each other");
+  if (!options.weightsMap.empty() && options.weights.empty() && options.saveWeights.empty())
+    throw std::runtime_error("--weights-map names where --weights or --save-weights go; "
+                             "give one of them");
   return options;
 }
 

@@ -25,7 +25,7 @@ using OptimizerFlag = void (*)(plan::AdamW &, const std::string &);
 
 struct Options {
   std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics,
-                    saveWeights, calibrate;
+                    saveWeights, saveOnnx, calibrate, weights, weightsMap;
   bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
        checkKernels = false, serialize = false;
   std::string trace;

@@ -9,8 +9,10 @@
 #include "runtime/GradientCheck.h"
 #include "runtime/HostState.h"
 #include "runtime/PlanLoader.h"
+#include "runtime/PretrainedWeights.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
+#include "runtime/TrainedOnnx.h"
 #include "runtime/OverlappedUpdates.h"
 #include "runtime/host/Executor.h"
 #include "runtime/parallel/DataParallel.h"
@@ -168,14 +170,28 @@ int train(const Options &options) {
   std::string planDir = options.plan.find('/') == std::string::npos
                             ? "."
                             : options.plan.substr(0, options.plan.rfind('/'));
+  // Pretrained weights are matched to the plan before any memory is taken for it.
+  WeightsMap weightsMap;
+  if (!options.weightsMap.empty())
+    weightsMap = WeightsMap::read(options.weightsMap);
+  std::unique_ptr<SafetensorsArchive> pretrained;
+  std::vector<WeightsMap::Source> pretrainedSources;
+  if (!options.weights.empty()) {
+    pretrained = std::make_unique<SafetensorsArchive>(options.weights);
+    pretrainedSources = matchPretrainedWeights(plan, *pretrained, weightsMap);
+  }
   // The host backend reads fp32 masters directly; only a GPU needs the bf16 streaming copy.
   // A rank over NCCL holds its shards alone: the device gathers the rest of the weights.
   HostState state(plan, /*streamCopy=*/onDevice, std::max(0, options.processRank),
                   std::max(1, options.processes), HostState::Masters::Sharded);
-  if (options.init == "random")
+  if (pretrained) {
+    loadPretrainedWeights(state, *pretrained, pretrainedSources);
+    pretrained.reset();
+  } else if (options.init == "random") {
     state.initializeRandomly(options.seed);
-  else
+  } else {
     state.loadInitialWeights(planDir);
+  }
   state.refreshStreamCopies();
 #ifdef MT_HAS_CUDA
   auto checkDevice = [&](const TokenInputs &inputs) {
@@ -559,7 +575,7 @@ int train(const Options &options) {
     for (int p = 0; p < plan.parameters_size(); ++p)
       std::copy(rankStates[0]->parameters[p].master,
                 rankStates[0]->parameters[p].master + counts[p], state.parameters[p].master);
-  if (options.saveWeights.empty())
+  if (options.saveWeights.empty() && options.saveOnnx.empty())
     return 0;
   std::vector<const float *> finalWeights;
   for (const ParameterState &parameter : state.parameters)
@@ -587,14 +603,14 @@ int train(const Options &options) {
   }
 #endif
   if (options.processRank <= 0) {
-    std::vector<NamedTensor> tensors;
-    for (int p = 0; p < plan.parameters_size(); ++p) {
-      const plan::Parameter &parameter = plan.parameters(p);
-      tensors.push_back({parameter.name(),
-                         {parameter.type().shape().begin(), parameter.type().shape().end()},
-                         finalWeights[p]});
+    if (!options.saveWeights.empty()) {
+      std::vector<std::vector<float>> transposes;
+      writeSafetensors(options.saveWeights,
+                       pytorchWeights(plan, pytorchSources(plan, weightsMap), finalWeights,
+                                      transposes));
     }
-    writeSafetensors(options.saveWeights, tensors);
+    if (!options.saveOnnx.empty())
+      writeTrainedOnnx(options.saveOnnx, plan, planDir, finalWeights);
   }
   return 0;
 }

@@ -2,7 +2,8 @@
 # losses (JSON with "losses"), where the first must agree within 1e-5 relative and every step
 # within 1e-3, or another metrics file, where every step must agree within --tolerance. With
 # --grad-norms the gradient norms (before clipping) must agree in the same way. Exit 1 when
-# they differ.
+# they differ. With --from-step K the metrics are compared with as many of the reference's
+# steps from its step K on (a run resumed from the weights after K steps).
 import argparse
 import json
 import sys
@@ -21,6 +22,8 @@ def series(path, key):
 def compare(args, key):
     """Prints how far the metrics' `key` is from the reference's; exits when too far."""
     got, want = series(args.metrics, key), series(args.reference, key)
+    if args.from_step is not None:
+        want = want[args.from_step:][:len(got)]
     if len(got) != len(want):
         sys.exit(f"{len(got)} steps in {args.metrics}, {len(want)} in {args.reference}")
     errors = [abs(g - w) / abs(w) for g, w in zip(got, want)]
@@ -39,6 +42,8 @@ def main():
     parser.add_argument("metrics")
     parser.add_argument("reference")
     parser.add_argument("--tolerance", type=float, help="one bound for every step")
+    parser.add_argument("--from-step", type=int,
+                        help="compare with as many of the reference's steps from this one on")
     parser.add_argument("--grad-norms", action="store_true",
                         help="compare the gradient norms too")
     args = parser.parse_args()
