@@ -47,6 +47,19 @@ np.random.default_rng(2).integers(0, 96, 4000, dtype=np.uint16).tofile('$out/par
 "$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:4x16 -o "$out/gpt2-b4.mtp"
 "$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:4x16 -o "$out/llama-b4.mtp"
 
+# The fixture zoo (Hugging Face decoders exported by a current torch): every model mtc
+# compiles (those with an attention_mask input are refused), PyTorch's losses, and the
+# Llama's pretrained weights with the losses PyTorch trains on to from them.
+zoo="$root/test/Zoo/Models"
+mkdir -p "$out/zoo"
+for model in "$zoo"/*.onnx; do
+  name=$(basename "$model" .onnx)
+  "$mtc" "$model" --input-shape input_ids:2x16 -o "$out/zoo/$name.mtp" 2>/dev/null ||
+    rm -f "$out/zoo/$name.mtp"*
+done
+cp "$zoo"/*.losses.json "$zoo"/*.safetensors "$zoo/zoo.tokens" "$out/zoo/"
+cp -r "$zoo"/*.pretrained "$out/zoo/"
+
 # The demo model at its training shape, with its corpus.
 /usr/bin/python3 "$root/examples/tiny-gpt/prepare_data.py" "$out" >/dev/null
 "$mtc" "$root/examples/tiny-gpt/model.onnx" --input-shape input_ids:8x64 -o "$out/demo.mtp"
