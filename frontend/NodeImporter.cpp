@@ -6,6 +6,8 @@
 
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace mt {
@@ -193,6 +195,10 @@ private:
   LogicalResult trilu();
   LogicalResult gatherNd();
   LogicalResult cumSum();
+  // Opset 23's transformer ops.
+  LogicalResult rmsNormalization();
+  LogicalResult rotaryEmbedding();
+  LogicalResult attention();
   LogicalResult einsum();
 
   GraphImporter &graph;
@@ -239,6 +245,9 @@ const llvm::StringMap<NodeImporter::Handler> &NodeImporter::handlers() {
     t["Trilu"] = &NodeImporter::trilu;
     t["GatherND"] = &NodeImporter::gatherNd;
     t["CumSum"] = &NodeImporter::cumSum;
+    t["RMSNormalization"] = &NodeImporter::rmsNormalization;
+    t["RotaryEmbedding"] = &NodeImporter::rotaryEmbedding;
+    t["Attention"] = &NodeImporter::attention;
     t["Einsum"] = &NodeImporter::einsum;
     return t;
   }();
@@ -468,6 +477,147 @@ LogicalResult NodeImporter::layerNormalization() {
     return error() << "Scale and B must be [" << shape(0).back() << "]";
   return produce(0, b.create<LayerNormOp>(loc, x.getType(), x, scale, bias,
                                           b.getF64FloatAttr(attrFloat("epsilon", 1e-5)))
+                        .getResult());
+}
+
+LogicalResult NodeImporter::rmsNormalization() {
+  if (!has(0) || !has(1))
+    return error() << "needs X and scale";
+  if (failed(requireFloat(0)))
+    return failure();
+  FailureOr<int64_t> axis = normalizeAxis(attrInt("axis", -1), rank(0));
+  if (failed(axis))
+    return failure();
+  if (*axis != rank(0) - 1)
+    return error() << "normalizes from axis " << *axis
+                   << "; mt supports normalizing the last axis only";
+  if (shape(1) != Shape{shape(0).back()})
+    return error() << "scale must be [" << shape(0).back() << "], got " << formatShape(shape(1));
+  Value x = operand(0), scale = operand(1);
+  return produce(0, b.create<RmsNormOp>(loc, x.getType(), x, scale,
+                                        b.getF64FloatAttr(attrFloat("epsilon", 1e-5)))
+                        .getResult());
+}
+
+LogicalResult NodeImporter::rotaryEmbedding() {
+  if (!has(0) || !has(1) || !has(2))
+    return error() << "needs X, cos_cache and sin_cache";
+  if (attrInt("interleaved", 0))
+    return error() << "interleaved rotation is not supported; mt rotates halves";
+  if (rank(0) != 4)
+    return error() << "X must be [batch, heads, sequence, head size], got "
+                   << formatShape(shape(0));
+  FailureOr<HostTensor> cos = known(1, "cos_cache"), sin = known(2, "sin_cache");
+  if (failed(cos) || failed(sin))
+    return failure();
+  Shape x = shape(0);
+  int64_t batch = x[0], sequence = x[2], headSize = x[3];
+  int64_t rotated = attrInt("rotary_embedding_dim", 0);
+  rotated = rotated ? rotated : headSize;
+  if (rotated % 2 || rotated > headSize)
+    return error() << "rotary_embedding_dim " << rotated << " does not fit head size "
+                   << headSize;
+  // The caches are [batch, sequence, rotated / 2], or [positions, rotated / 2] indexed by
+  // position_ids [batch, sequence].
+  auto table = [&](HostTensor cache) -> FailureOr<HostTensor> {
+    if (has(3)) {
+      FailureOr<HostTensor> positions = known(3, "position_ids");
+      if (failed(positions))
+        return failure();
+      if (cache.shape.size() != 2 || positions->shape != Shape{batch, sequence})
+        return error() << "with position_ids " << formatShape(positions->shape)
+                       << " the caches must be [positions, " << rotated / 2 << "]";
+      for (int64_t i = 0; i < positions->size(); ++i)
+        if (positions->integer(i) < 0 || positions->integer(i) >= cache.shape[0])
+          return error() << "position " << positions->integer(i) << " is outside the caches";
+      cache = gatherTensor(cache, *positions, 0);
+    }
+    if (cache.shape != Shape{batch, sequence, rotated / 2} &&
+        cache.shape != Shape{1, sequence, rotated / 2})
+      return error() << "the caches must be [" << batch << ", " << sequence << ", "
+                     << rotated / 2 << "], got " << formatShape(cache.shape);
+    // mt.rope multiplies both halves by the same table: [B, 1, S, rotated].
+    HostTensor full = concatTensors({cache, cache}, 2);
+    full.shape = Shape{cache.shape[0], 1, sequence, rotated};
+    return full;
+  };
+  FailureOr<HostTensor> cosTable = table(*cos), sinTable = table(*sin);
+  if (failed(cosTable) || failed(sinTable))
+    return failure();
+  auto constant = [&](const HostTensor &t) {
+    ImportedValue value;
+    value.known = t.castTo(graph.dataTypeOf(input(0)));
+    return graph.materialize(value, loc);
+  };
+  Value in = operand(0);
+  if (rotated == headSize)
+    return produce(0, b.create<RopeOp>(loc, in.getType(), in, constant(*cosTable),
+                                       constant(*sinTable))
+                          .getResult());
+  // Only the first `rotated` channels turn; the rest pass through.
+  Shape starts{0, 0, 0, 0}, steps{1, 1, 1, 1}, middle = x, end = x;
+  middle[3] = rotated;
+  FailureOr<Value> turned = slice(in, starts, middle, steps);
+  starts[3] = rotated;
+  FailureOr<Value> kept = slice(in, starts, end, steps);
+  if (failed(turned) || failed(kept))
+    return failure();
+  Value roped = b.create<RopeOp>(loc, turned->getType(), *turned, constant(*cosTable),
+                                 constant(*sinTable));
+  return produce(0, b.create<ConcatOp>(loc, in.getType(), ValueRange{roped, *kept}, 3)
+                        .getResult());
+}
+
+LogicalResult NodeImporter::attention() {
+  if (!has(0) || !has(1) || !has(2))
+    return error() << "needs Q, K and V";
+  for (int i = 4; i < node.input_size(); ++i)
+    if (has(i))
+      return error() << "input " << i << " (a key/value cache or sequence lengths) is not "
+                        "supported: mt trains whole sequences";
+  for (int i = 1; i < node.output_size(); ++i)
+    if (!node.output(i).empty())
+      return error() << "output " << i << " (present key/value, scores) is not supported";
+  if (attrFloat("softcap", 0.0) != 0.0)
+    return error() << "softcap is not supported";
+  if (rank(0) != 4 || rank(1) != 4 || rank(2) != 4)
+    return error() << "Q, K and V must be [batch, heads, sequence, head size]; got "
+                   << formatShape(shape(0)) << ", " << formatShape(shape(1)) << ", "
+                   << formatShape(shape(2));
+  int64_t queries = shape(0)[2], keys = shape(1)[2];
+  bool causal = attrInt("is_causal", 0);
+  if (has(3)) {
+    // A mask known at compile time that keeps every key (none) or exactly keys j <= i.
+    FailureOr<HostTensor> mask = known(3, "attn_mask");
+    if (failed(mask))
+      return failure();
+    Shape m = mask->shape;
+    if (m.size() < 2 || m[m.size() - 2] != queries || m.back() != keys)
+      return error() << "attn_mask " << formatShape(m) << " must end in [" << queries << ", "
+                     << keys << "]";
+    bool boolean = mask->dataType == onnx::TensorProto::BOOL;
+    bool all = true, triangular = queries == keys;
+    for (int64_t n = 0; n < mask->size(); ++n) {
+      int64_t i = n / keys % queries, j = n % keys;
+      bool keep = boolean ? mask->integer(n) != 0 : mask->real(n) == 0.0;
+      if (!boolean && !keep && mask->real(n) > -1e4)
+        all = triangular = false; // a bias, not a mask
+      all = all && keep;
+      triangular = triangular && keep == (j <= i);
+    }
+    if (!all && !triangular)
+      return error() << "attn_mask is neither causal nor empty; mt supports those";
+    causal = causal || (triangular && !all);
+  }
+  Value q = operand(0), k = operand(1), v = operand(2);
+  double scale = attrFloat("scale", 1.0 / std::sqrt(static_cast<double>(shape(0)[3])));
+  FailureOr<Shape> out = attentionShape(shape(0), shape(1), shape(2), causal,
+                                        [&] { return error(); });
+  if (failed(out))
+    return failure();
+  return produce(0, b.create<AttentionOp>(loc, tensorType(*out, q), q, k, v,
+                                          b.getF64FloatAttr(scale),
+                                          causal ? b.getUnitAttr() : UnitAttr())
                         .getResult());
 }
 

@@ -24,7 +24,7 @@ namespace mt {
 
 namespace {
 
-constexpr int64_t kMinOpset = 14, kMaxOpset = 21;
+constexpr int64_t kMinOpset = 14, kMaxOpset = 23;
 
 } // namespace
 

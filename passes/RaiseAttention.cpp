@@ -10,6 +10,7 @@
 // torch's scaled_dot_product_attention export are raised too: the scale split as a factor on
 // q and on k^T, k^T as a transpose (of the last two axes, or of [B*H, S, D] between
 // reshapes), and softmax's NaN guard where(is_nan(p), 0, p), which a causal row never trips.
+// An mt.attention imported from opset 23's Attention node reads un-repeated heads the same way.
 #include "passes/PatternMatchers.h"
 #include "passes/Passes.h"
 
@@ -238,9 +239,28 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
   }
 };
 
+/// mt.attention of keys and values repeated for grouped-query heads (opset 23's Attention
+/// node reads them as transformers' repeat_kv wrote them) reads their Hkv heads instead.
+struct UnrepeatedAttentionHeads : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp attention, PatternRewriter &rewriter) const override {
+    Heads key = unrepeatedHeads(Heads::of(attention.getKey()));
+    Heads value = unrepeatedHeads(Heads::of(attention.getValue()));
+    if (key.source == attention.getKey() || value.source == attention.getValue() ||
+        key.shape[1] != value.shape[1])
+      return rewriter.notifyMatchFailure(attention, "keys and values are not both repeated");
+    rewriter.modifyOpInPlace(attention, [&] {
+      attention.getKeyMutable().assign(key.source);
+      attention.getValueMutable().assign(value.source);
+    });
+    return success();
+  }
+};
+
 struct RaiseAttentionPass : mt::impl::RaiseAttentionPassBase<RaiseAttentionPass> {
   void runOnOperation() override {
-    if (failed(applyRaisePatterns<SoftmaxAttention>(getOperation())))
+    if (failed(applyRaisePatterns<SoftmaxAttention, UnrepeatedAttentionHeads>(getOperation())))
       signalPassFailure();
   }
 };

@@ -290,3 +290,21 @@ func.func @foreign_nan_guard(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %
   %o = mt.matmul %g, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// Tests that an mt.attention imported from opset 23's Attention node, reading keys and
+// values repeated for grouped-query heads, reads their one head instead.
+// CHECK-LABEL: func.func @imported_repeated_heads
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x8xf32>, %[[K:.*]]: tensor<1x1x4x8xf32>, %[[V:.*]]: tensor<1x1x4x8xf32>)
+// CHECK: mt.attention %[[Q]], %[[K]], %[[V]] scale = 5.000000e-01 causal : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+func.func @imported_repeated_heads(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %k5 = mt.reshape %k : tensor<1x1x4x8xf32> -> tensor<1x1x1x4x8xf32>
+  %ke = mt.expand %k5 : tensor<1x1x1x4x8xf32> -> tensor<1x1x2x4x8xf32>
+  %kr = mt.reshape %ke : tensor<1x1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  %v5 = mt.reshape %v : tensor<1x1x4x8xf32> -> tensor<1x1x1x4x8xf32>
+  %ve = mt.expand %v5 : tensor<1x1x1x4x8xf32> -> tensor<1x1x2x4x8xf32>
+  %vr = mt.reshape %ve : tensor<1x1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  %o = mt.attention %q, %kr, %vr scale = 5.000000e-01 causal : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
