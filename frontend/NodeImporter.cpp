@@ -184,6 +184,7 @@ private:
   LogicalResult concat();
   LogicalResult split();
   LogicalResult expand();
+  LogicalResult tile();
   LogicalResult where();
   LogicalResult cast();
   LogicalResult identity();
@@ -233,6 +234,7 @@ const llvm::StringMap<NodeImporter::Handler> &NodeImporter::handlers() {
     t["Concat"] = &NodeImporter::concat;
     t["Split"] = &NodeImporter::split;
     t["Expand"] = &NodeImporter::expand;
+    t["Tile"] = &NodeImporter::tile;
     t["Where"] = &NodeImporter::where;
     t["Cast"] = &NodeImporter::cast;
     t["Identity"] = &NodeImporter::identity;
@@ -860,6 +862,45 @@ LogicalResult NodeImporter::expand() {
   if (failed(out))
     return failure();
   return view<ExpandOp>(*out);
+}
+
+LogicalResult NodeImporter::tile() {
+  FailureOr<Shape> repeats = knownInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  Shape in = shape(0);
+  if (repeats->size() != in.size() ||
+      llvm::any_of(*repeats, [](int64_t r) { return r < 1; }))
+    return error() << "repeats " << formatShape(*repeats) << " must be one positive count per "
+                   << "axis of " << formatShape(in);
+  // Each axis of size d repeated r times is a new axis of r copies before it:
+  // reshape [.., 1, d, ..], expand [.., r, d, ..], reshape [.., r * d, ..]; an axis of size 1
+  // is expanded in place (the form a repeat_interleave of heads takes).
+  Shape split, expanded, out;
+  for (auto [d, r] : llvm::zip(in, *repeats)) {
+    if (r > 1 && d > 1) {
+      split.push_back(1);
+      expanded.push_back(r);
+    }
+    split.push_back(d);
+    expanded.push_back(d == 1 ? r : d);
+    out.push_back(d * r);
+  }
+  if (input(0).known) {
+    HostTensor t = *input(0).known;
+    t.shape = split;
+    t = expandTensor(t, expanded);
+    t.shape = out;
+    return produce(0, t);
+  }
+  Value v = operand(0);
+  if (split != in)
+    v = b.create<ReshapeOp>(loc, tensorType(split, v), v);
+  if (expanded != split)
+    v = b.create<ExpandOp>(loc, tensorType(expanded, v), v);
+  if (out != expanded)
+    v = b.create<ReshapeOp>(loc, tensorType(out, v), v);
+  return produce(0, v);
 }
 
 LogicalResult NodeImporter::where() {
