@@ -1,10 +1,13 @@
 # Builds tiny Hugging Face decoders of every family transformers offers among the ones mt
 # targets, exports each with torch's dynamo and legacy exporters (with and without an
-# attention_mask input), and trains each in PyTorch fp32 for the reference losses.
+# attention_mask input; each written gzipped, MODEL.onnx.gz), and trains each in PyTorch fp32
+# for the reference losses.
 # Run by developers through scripts/make_zoo.sh (a venv with a current torch), not by CI.
 # Usage: make_zoo.py OUTDIR [FAMILY ...]
+import gzip
 import json
 import os
+import shutil
 import sys
 import traceback
 import warnings
@@ -100,7 +103,15 @@ def tokens():
     return generator.integers(0, VOCAB, size=BATCH * (SEQ + 1)).astype(np.uint16)
 
 
-def export(model, path, dynamo, masked):
+# Each export: its name, whether by the dynamo exporter, the opset asked for (None: the
+# exporter's default), whether also with an attention_mask input, and the families it is made
+# for (None: every one). Opset 23 writes Attention, RMSNormalization and RotaryEmbedding
+# nodes: a few families cover their forms (grouped heads, q/k norms, partial rotary).
+EXPORTS = [("dynamo", True, None, True, None), ("legacy", False, 17, True, None),
+           ("dynamo23", True, 23, False, {"llama", "qwen3", "gpt_neox", "phi3"})]
+
+
+def export(model, path, dynamo, opset, masked):
     ids = torch.zeros(BATCH, SEQ, dtype=torch.long)
     args = (ids, torch.ones(BATCH, SEQ, dtype=torch.long)) if masked else (ids,)
     names = ["input_ids", "attention_mask"] if masked else ["input_ids"]
@@ -109,14 +120,23 @@ def export(model, path, dynamo, masked):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if dynamo:
-            program = torch.onnx.export(model, args, None, dynamo=True, input_names=names,
-                                        output_names=["logits"], dynamic_shapes=(
-                                            tuple(axes[n] for n in names)))
+            program = torch.onnx.export(model, args, None, dynamo=True, opset_version=opset,
+                                        input_names=names, output_names=["logits"],
+                                        dynamic_shapes=tuple(axes[n] for n in names))
             program.save(path, external_data=False)
         else:
-            torch.onnx.export(model, args, path, dynamo=False, opset_version=17,
+            torch.onnx.export(model, args, path, dynamo=False, opset_version=opset,
                               input_names=names, output_names=["logits"],
                               dynamic_axes=dict(axes, logits={0: "batch", 1: "sequence"}))
+
+
+def compress(path):
+    """Replaces the model by PATH.gz (no name or time inside, so the bytes are the model's
+    alone): the exporters' node metadata halves, and the zoo stays small to carry."""
+    with open(path, "rb") as model, open(path + ".gz", "wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0, filename="") as out:
+            shutil.copyfileobj(model, out)
+    os.remove(path)
 
 
 def reference(model, data, steps=STEPS):
@@ -171,15 +191,18 @@ def main():
         with open(os.path.join(outdir, family + ".losses.json"), "w") as out:
             json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "losses": losses,
                        "grad_norms": norms}, out)
-        for exporter, dynamo in ("dynamo", True), ("legacy", False):
-            for masked in False, True:
+        for exporter, dynamo, opset, with_mask, only in EXPORTS:
+            if only is not None and family not in only:
+                continue
+            for masked in (False, True) if with_mask else (False,):
                 name = f"{family}.{exporter}{'.mask' if masked else ''}"
                 path = os.path.join(outdir, name + ".onnx")
                 try:
-                    export(build(family), path, dynamo, masked)
+                    export(build(family), path, dynamo, opset, masked)
+                    compress(path)
                     models[name] = {"family": family, "exporter": exporter, "masked": masked,
                                     "exported": True}
-                    print(f"{name}: exported, {os.path.getsize(path)} bytes")
+                    print(f"{name}: exported, {os.path.getsize(path + '.gz')} bytes compressed")
                 except Exception as error:
                     if os.path.exists(path):
                         os.remove(path)
