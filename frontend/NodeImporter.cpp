@@ -168,6 +168,7 @@ private:
 
   // Op families.
   LogicalResult binary();
+  LogicalResult logic();
   LogicalResult unary();
   LogicalResult matMul();
   LogicalResult gemm();
@@ -195,6 +196,9 @@ private:
   LogicalResult range();
   LogicalResult trilu();
   LogicalResult gatherNd();
+  /// GatherND of run-time data as a reshape and expand, where its known indices read the
+  /// data that way; nullopt when they do not.
+  std::optional<LogicalResult> gatherNdView(const HostTensor &indices);
   LogicalResult cumSum();
   // Opset 23's transformer ops.
   LogicalResult rmsNormalization();
@@ -279,6 +283,8 @@ LogicalResult NodeImporter::binary() {
                      << " do not broadcast";
     return produce(0, *folded);
   }
+  if (llvm::is_contained({"And", "Or"}, op))
+    return logic();
   if (!llvm::is_contained({"Add", "Sub", "Mul", "Div", "Pow"}, op))
     return requireKnown();
   // A known exponent or scalar of another type (Pow(x, 2) with an int 2) takes x's type.
@@ -308,10 +314,39 @@ LogicalResult NodeImporter::binary() {
   return produce(0, result);
 }
 
+/// And, Or and Not of run-time booleans (masks built from an attention_mask input) as
+/// selects: x and y = where(x, y, false), x or y = where(x, true, y), not x = where(x, false,
+/// true).
+LogicalResult NodeImporter::logic() {
+  StringRef op = node.op_type();
+  for (int i = 0; i < node.input_size(); ++i)
+    if (graph.dataTypeOf(input(i)) != onnx::TensorProto::BOOL)
+      return error() << "input " << i << " must be a boolean tensor";
+  auto boolean = [&](bool value) {
+    ImportedValue constant;
+    constant.known = HostTensor::zeros(onnx::TensorProto::BOOL, {});
+    constant.known->setInteger(0, value);
+    return graph.materialize(constant, loc);
+  };
+  Value x = operand(0);
+  Value onTrue = op == "Or" ? boolean(true) : op == "Not" ? boolean(false) : operand(1);
+  Value onFalse = op == "And" ? boolean(false) : op == "Not" ? boolean(true) : operand(1);
+  Shape out = shape(0);
+  if (op != "Not") {
+    FailureOr<Shape> both = broadcastShape(shape(0), shape(1), [&] { return error(); });
+    if (failed(both))
+      return failure();
+    out = *both;
+  }
+  return produce(0, b.create<WhereOp>(loc, tensorType(out, x), x, onTrue, onFalse).getResult());
+}
+
 LogicalResult NodeImporter::unary() {
   StringRef op = node.op_type();
   if (!has(0))
     return error() << "needs an input";
+  if (op == "Not" && !input(0).known)
+    return logic();
   bool detectNegative = attrInt("detect_negative", 1), detectPositive = attrInt("detect_positive", 1);
   if (input(0).known) {
     HostTensor folded = *foldUnary(op, *input(0).known);
@@ -1095,12 +1130,16 @@ LogicalResult NodeImporter::gatherNd() {
   }
   if (input(0).known)
     return produce(0, gatherNdTensor(*input(0).known, *indices, batchDims));
+  if (batchDims != 0)
+    return error() << "batch_dims " << batchDims << " on run-time data is not supported";
+  if (std::optional<LogicalResult> asView = gatherNdView(*indices))
+    return *asView;
   // On run-time data, one index per row picking along the first axis (how the dynamo
   // exporter writes advanced indexing such as falcon's qkv[..., :-2, :]) is a gather.
-  if (depth != 1 || batchDims != 0)
-    return error() << "on run-time data only indices of one element per row along the first "
-                      "axis (batch_dims = 0) are supported; got indices "
-                   << formatShape(indices->shape) << " with batch_dims " << batchDims;
+  if (depth != 1)
+    return error() << "on run-time data, indices must pick along the first axis (one "
+                      "element a row) or read the data as a broadcast view; got indices "
+                   << formatShape(indices->shape);
   indices->shape.pop_back();
   ImportedValue picked;
   picked.known = *indices;
@@ -1112,9 +1151,63 @@ LogicalResult NodeImporter::gatherNd() {
   return produce(0, b.create<GatherOp>(loc, tensorType(*out, in), in, index, 0).getResult());
 }
 
+std::optional<LogicalResult> NodeImporter::gatherNdView(const HostTensor &indices) {
+  // Each row of `indices` picks a slice of `inner` elements at a flat offset of the data;
+  // when the offsets are an affine function of the row's position whose strides are the
+  // data's own (or 0 on a repeated axis), the gather reads the data reshaped and expanded:
+  // the padding mask [B, 1, 1, S] the dynamo exporter gathers from attention_mask [B, S].
+  Shape data = shape(0);
+  int64_t depth = indices.shape.back();
+  Shape rowsShape(indices.shape.begin(), indices.shape.end() - 1);
+  Shape dataStrides = stridesOf(data);
+  int64_t inner = numElements(llvm::ArrayRef<int64_t>(data).drop_front(depth));
+  auto offset = [&](int64_t row) {
+    int64_t at = 0;
+    for (int64_t j = 0; j < depth; ++j)
+      at += indices.integers[row * depth + j] * dataStrides[j];
+    return at;
+  };
+  int64_t rows = numElements(rowsShape);
+  Shape rowStrides = stridesOf(rowsShape), steps;
+  for (size_t a = 0; a < rowsShape.size(); ++a)
+    steps.push_back(rowsShape[a] > 1 ? offset(rowStrides[a]) : 0);
+  if (rows == 0 || offset(0) != 0)
+    return std::nullopt;
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t expected = 0;
+    for (size_t a = 0; a < rowsShape.size(); ++a)
+      expected += (row / rowStrides[a] % rowsShape[a]) * steps[a];
+    if (offset(row) != expected)
+      return std::nullopt;
+  }
+  // The axes that move must walk the data in row-major order, covering all of it.
+  Shape viewShape = rowsShape, expanded = rowsShape;
+  int64_t next = inner * numElements(llvm::ArrayRef<int64_t>(data).take_front(depth));
+  for (size_t a = 0; a < rowsShape.size(); ++a) {
+    if (rowsShape[a] == 1)
+      continue;
+    if (steps[a] == 0) {
+      viewShape[a] = 1;
+      continue;
+    }
+    if (steps[a] * rowsShape[a] != next)
+      return std::nullopt;
+    next = steps[a];
+  }
+  if (next != inner)
+    return std::nullopt;
+  viewShape.append(data.begin() + depth, data.end());
+  expanded.append(data.begin() + depth, data.end());
+  Value in = operand(0);
+  Value view = b.create<ReshapeOp>(loc, tensorType(viewShape, in), in);
+  if (viewShape != expanded)
+    view = b.create<ExpandOp>(loc, tensorType(expanded, in), view);
+  return produce(0, view);
+}
+
 LogicalResult NodeImporter::cumSum() {
-  if (failed(requireKnown()))
-    return failure();
+  if (!has(0))
+    return error() << "needs an input";
   FailureOr<Shape> axis = knownInts(1, "axis");
   if (failed(axis))
     return failure();
@@ -1123,8 +1216,30 @@ LogicalResult NodeImporter::cumSum() {
   FailureOr<int64_t> normalized = normalizeAxis(axis->front(), rank(0));
   if (failed(normalized))
     return failure();
-  return produce(0, cumSumTensor(*input(0).known, *normalized, attrInt("exclusive", 0),
-                                 attrInt("reverse", 0)));
+  bool exclusive = attrInt("exclusive", 0), reverse = attrInt("reverse", 0);
+  if (input(0).known)
+    return produce(0, cumSumTensor(*input(0).known, *normalized, exclusive, reverse));
+  // At run time (positions counted from an attention_mask), sums along the last axis are a
+  // product with a triangle of ones: x @ U, U[i][j] = 1 where element i counts towards j.
+  // Integers go through fp32, exact while the sums stay below 2^24 (a mask's counts do).
+  if (*normalized != rank(0) - 1)
+    return error() << "at run time only sums along the last axis are supported, not axis "
+                   << *normalized;
+  int64_t n = shape(0).back();
+  HostTensor triangle = HostTensor::zeros(onnx::TensorProto::FLOAT, {n, n});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      triangle.set(i * n + j, reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j));
+  Value in = operand(0);
+  Type element = getElementTypeOrSelf(in.getType());
+  bool isFloat = llvm::isa<FloatType>(element);
+  auto f32 = RankedTensorType::get(shape(0), b.getF32Type());
+  Value x = isFloat ? in : b.create<CastOp>(loc, f32, in).getResult();
+  ImportedValue ones;
+  ones.known = triangle.castTo(isFloat ? graph.dataTypeOf(input(0)) : onnx::TensorProto::FLOAT);
+  Value sums = b.create<MatmulOp>(loc, x.getType(), x, graph.materialize(ones, loc), Value(),
+                                  false, false);
+  return produce(0, isFloat ? sums : b.create<CastOp>(loc, in.getType(), sums).getResult());
 }
 
 LogicalResult NodeImporter::einsum() {

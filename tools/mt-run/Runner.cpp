@@ -243,11 +243,16 @@ int train(const Options &options) {
   std::vector<const float *> weights;
   for (const ParameterState &p : state.parameters)
     weights.push_back(p.master);
-  // A language model takes input_ids and targets (".m" per layer-major micro-batch); a test
-  // graph's integer inputs of other names each take the stream's next tokens.
+  // A language model takes input_ids and targets (".m" per layer-major micro-batch), and an
+  // attention_mask if it was exported with one: all ones, the data being packed sequences;
+  // a test graph's integer inputs of other names each take the stream's next tokens.
   bool languageModel = std::any_of(
       plan.step().inputs().begin(), plan.step().inputs().end(), [](const plan::Input &input) {
         return input.name() == "input_ids" || input.name() == "input_ids.0";
+      });
+  bool hasAttentionMask = std::any_of(
+      plan.step().inputs().begin(), plan.step().inputs().end(), [](const plan::Input &input) {
+        return input.name().rfind("attention_mask", 0) == 0;
       });
   auto nextInputs = [&](int64_t parts) {
     std::map<std::string, std::vector<int64_t>> inputs;
@@ -261,6 +266,8 @@ int train(const Options &options) {
     for (int64_t part = 0; part < (languageModel ? parts : 0); ++part) {
       Batch tokens = data.next(batch, length, plan.vocabulary());
       std::string suffix = layerMajor ? "." + std::to_string(part) : "";
+      if (hasAttentionMask)
+        inputs["attention_mask" + suffix].assign(tokens.inputs.size(), 1);
       inputs["input_ids" + suffix] = std::move(tokens.inputs);
       inputs["targets" + suffix] = std::move(tokens.targets);
     }
