@@ -41,6 +41,13 @@ for test in ("mt-adamw-test", "mt-update-queue-test", "mt-rendezvous-test",
 # Fixture scripts need Debian's python3 (torch, onnx), not the interpreter running lit.
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# The zoo's venv (torch and transformers from PyPI, scripts/make_zoo.sh), where a developer
+# made it: tests that load mt's weights into transformers' models run there, not in CI.
+zoo_python = os.path.join(os.path.dirname(config.test_source_root), ".zoo-venv", "bin", "python")
+if os.path.exists(zoo_python) and subprocess.run(
+        [zoo_python, "-c", "import transformers, safetensors"], capture_output=True).returncode == 0:
+    config.available_features.add("zoo-venv")
+config.substitutions.append(("%zoo-python", zoo_python))
 # onnxruntime lives in the venv scripts/setup.sh --tests makes in the build folder.
 config.substitutions.append(
     ("%ort-python", os.path.join(config.mt_obj_root, "test-venv", "bin", "python")))
