@@ -373,8 +373,9 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
 def MT_CrossEntropyOp : MT_Op<"cross_entropy", [Pure]> {
   let summary = "mean softmax cross-entropy of logits against integer targets";
   let description = [{
-    logits [..., V], targets [...] -> a scalar: the mean over all positions of
-    logsumexp(logits) - logits[target].
+    logits [..., V], targets [...] -> a scalar: the mean over the positions of
+    logsumexp(logits) - logits[target], leaving out those whose target is -100 (PyTorch's
+    ignore_index: padding).
 
     ```mlir
     %0 = mt.cross_entropy %logits, %targets : (tensor<2x16x96xf32>, tensor<2x16xi64>) -> tensor<f32>

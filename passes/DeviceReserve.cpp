@@ -64,7 +64,10 @@ int64_t kernelScratchBytes(Operation *op) {
     int64_t copies = name == "mt.layer_norm_grad" ? 2 : 1;
     floats = copies * (rows + std::min(d * kMaxChunks, elements(x)));
   } else if (name == "mt.cross_entropy") {
-    floats = elements(op->getOperand(1));
+    // Each row's loss, and the count of rows whose targets count.
+    floats = elements(op->getOperand(1)) + 1;
+  } else if (name == "mt.cross_entropy_grad") {
+    floats = 1;
   } else if (name == "mt.attention_grad") {
     Value query = op->getOperand(0);
     floats = 2 * elements(query) / std::max<int64_t>(lastDim(query), 1);

@@ -14,6 +14,10 @@ namespace mt {
 /// what the kernels use and what the compiler reserves scratch for (passes/DeviceReserve).
 constexpr int64_t kMaxChunks = 256;
 
+/// A cross-entropy target that counts for nothing (PyTorch's ignore_index): the positions of
+/// padding. The loss is the mean over the other positions.
+constexpr int64_t kIgnoredTarget = -100;
+
 /// Row-major strides of `shape`.
 inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 1);

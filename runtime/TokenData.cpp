@@ -1,6 +1,8 @@
 // Reading token files and cutting them into batches.
 #include "runtime/TokenData.h"
 
+#include "runtime/KernelShapes.h"
+
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -72,6 +74,17 @@ Batch TokenData::next(int64_t batch, int64_t length, int64_t vocabulary) {
   }
   cursor = (cursor + batch * window) % size();
   return result;
+}
+
+std::vector<int64_t> maskPadding(Batch &batch, int64_t pad) {
+  std::vector<int64_t> mask;
+  mask.reserve(batch.inputs.size());
+  for (int64_t token : batch.inputs)
+    mask.push_back(token != pad);
+  for (int64_t &target : batch.targets)
+    if (target == pad)
+      target = kIgnoredTarget;
+  return mask;
 }
 
 } // namespace mt

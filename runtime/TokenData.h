@@ -14,6 +14,11 @@ struct Batch {
   std::vector<int64_t> targets;  // B x T, the inputs shifted by one
 };
 
+/// The attention mask of a batch's inputs (0 at the padding token `pad`, else 1); targets that
+/// are padding become kIgnoredTarget, so that the loss leaves them out (how transformers'
+/// collators set labels to -100).
+std::vector<int64_t> maskPadding(Batch &batch, int64_t pad);
+
 class TokenData {
 public:
   /// `dtype` is "u16" or "u32" for raw files; a file with llm.c's header is read as it says.

@@ -92,6 +92,15 @@ for plan in $plans/zoo/*.mtp; do
     --metrics $out/zoo-$name.jsonl && python3 $compare $out/zoo-$name.jsonl \
     $plans/zoo/${name%%.*}.losses.json --tolerance 2e-2"
 done
+# The masked exports on right-padded batches (the mask 0 at padding, padding targets left out
+# of the loss: the cross-entropy's ignored rows) against PyTorch's padded run.
+for plan in $plans/zoo/*.mask.mtp; do
+  name=$(basename "$plan" .mtp)
+  part "zoo-padded-$name" bash -c "$run $plan --data $plans/zoo/zoo-padded.tokens \
+    --pad-token-id 0 --steps 20 --backend=cuda --metrics $out/zoo-padded-$name.jsonl && \
+    python3 $compare $out/zoo-padded-$name.jsonl $plans/zoo/${name%%.*}.padded.losses.json \
+    --tolerance 2e-2"
+done
 for weights in llama.pretrained llama.pretrained-bf16.safetensors; do
   reference=$plans/zoo/${weights%.safetensors}.losses.json
   part "zoo-weights-${weights%.safetensors}" bash -c "$run $plans/zoo/llama.dynamo.mtp \

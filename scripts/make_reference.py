@@ -13,16 +13,17 @@ import torch.nn.functional as F
 import make_fixtures as fx
 
 
-def train(model, inputs, targets, steps, clip=0):
+def train(model, inputs, targets, steps, clip=0, mask=None):
     """torch.optim.AdamW with mt-run's defaults on one batch: each step's loss and gradient
-    norm (before clipping to `clip`, when given)."""
+    norm (before clipping to `clip`, when given). With an attention `mask`, the model takes
+    it, and targets of -100 count for nothing."""
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
                                   weight_decay=0.01)
     losses, norms = [], []
     for _ in range(steps):
         optimizer.zero_grad()
-        logits = model(inputs)
+        logits = model(inputs) if mask is None else model(inputs, attention_mask=mask)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         loss.backward()
         # An infinite bound measures only: the gradients are multiplied by 1.

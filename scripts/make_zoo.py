@@ -3,7 +3,7 @@
 # attention_mask input; each written gzipped, MODEL.onnx.gz), and trains each in PyTorch fp32
 # for the reference losses.
 # Run by developers through scripts/make_zoo.sh (a venv with a current torch), not by CI.
-# Usage: make_zoo.py OUTDIR [FAMILY ...]
+# Usage: make_zoo.py OUTDIR [--references-only] [FAMILY ...]
 import gzip
 import json
 import os
@@ -21,6 +21,8 @@ import make_reference
 
 VOCAB, HIDDEN, LAYERS, HEADS, KV_HEADS, FFN = 256, 64, 2, 4, 2, 128
 BATCH, SEQ, STEPS, SEED = 2, 16, 20, 0
+# The padding token of the padded batch, and how many tokens of its last window are padding.
+PAD, PADDED = 0, 5
 # The family whose trained weights are saved as pretrained weights, and the steps after them.
 PRETRAINED, PRETRAINED_STEPS = "llama", 6
 # mt-run's AdamW defaults, which make_reference.train uses.
@@ -144,6 +146,24 @@ def reference(model, data, steps=STEPS):
     return make_reference.train(model, windows[:, :-1], windows[:, 1:], steps)
 
 
+def padded_tokens():
+    """The batch with its second sequence right-padded: its last PADDED tokens are PAD, which
+    no other token is."""
+    tokens = np.random.default_rng(1).integers(1, VOCAB, size=BATCH * (SEQ + 1))
+    tokens[-PADDED:] = PAD
+    return tokens.astype(np.uint16)
+
+
+def padded_reference(family):
+    """PyTorch on the padded batch as mt-run --pad-token-id trains: the mask 0 at padding,
+    padding targets -100 (left out of the loss)."""
+    windows = torch.from_numpy(padded_tokens().astype(np.int64)).view(BATCH, SEQ + 1)
+    inputs, targets = windows[:, :-1], windows[:, 1:].clone()
+    targets[targets == PAD] = -100
+    return make_reference.train(build(family), inputs, targets, STEPS,
+                                mask=(inputs != PAD).long())
+
+
 def pretrained(family, data, outdir):
     """The model after the reference run, as save_pretrained writes it (in shards) and in bf16,
     with PyTorch's losses of PRETRAINED_STEPS more steps (a fresh AdamW) from each: what
@@ -171,13 +191,16 @@ def pretrained(family, data, outdir):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit("usage: make_zoo.py OUTDIR [FAMILY ...]")
-    outdir = sys.argv[1]
-    families = sys.argv[2:] or list(FAMILIES)
+    args = [a for a in sys.argv[1:] if a != "--references-only"]
+    only_references = len(args) < len(sys.argv) - 1
+    if not args:
+        sys.exit("usage: make_zoo.py OUTDIR [--references-only] [FAMILY ...]")
+    outdir = args[0]
+    families = args[1:] or list(FAMILIES)
     os.makedirs(outdir, exist_ok=True)
     data = tokens()
     data.tofile(os.path.join(outdir, "zoo.tokens"))
+    padded_tokens().tofile(os.path.join(outdir, "zoo-padded.tokens"))
     index_path = os.path.join(outdir, "zoo.json")
     index = json.load(open(index_path)) if os.path.exists(index_path) else {}
     index["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
@@ -191,6 +214,12 @@ def main():
         with open(os.path.join(outdir, family + ".losses.json"), "w") as out:
             json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "losses": losses,
                        "grad_norms": norms}, out)
+        padded_losses, padded_norms = padded_reference(family)
+        with open(os.path.join(outdir, family + ".padded.losses.json"), "w") as out:
+            json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "pad_token_id": PAD,
+                       "losses": padded_losses, "grad_norms": padded_norms}, out)
+        if only_references:
+            continue
         for exporter, dynamo, opset, with_mask, only in EXPORTS:
             if only is not None and family not in only:
                 continue

@@ -303,10 +303,16 @@ std::pair<int64_t, int64_t> checkTargets(const Args<T> &args) {
     args.fail("has " + std::to_string(targets.size()) + " targets for " +
               std::to_string(positions) + " positions");
   for (int64_t i = 0; i < positions; ++i)
-    if (targets[i] < 0 || targets[i] >= v)
+    if ((targets[i] < 0 || targets[i] >= v) && targets[i] != kIgnoredTarget)
       args.fail("target " + std::to_string(targets[i]) + " at position " + std::to_string(i) +
                 " is outside the vocabulary of " + std::to_string(v));
   return {v, positions};
+}
+
+/// The positions whose targets count (not kIgnoredTarget): the mean's divisor.
+int64_t countedTargets(const std::vector<int64_t> &targets) {
+  return std::count_if(targets.begin(), targets.end(),
+                       [](int64_t target) { return target != kIgnoredTarget; });
 }
 
 template <typename T>
@@ -331,9 +337,11 @@ void crossEntropy(const Args<T> &args) {
   double total = 0.0;
   for (int64_t i = 0; i < positions; ++i) {
     const T *row = logits.data() + i * v;
-    total += logSumExp(row, v) - static_cast<double>(row[targets[i]]);
+    if (targets[i] != kIgnoredTarget)
+      total += logSumExp(row, v) - static_cast<double>(row[targets[i]]);
   }
-  args.realResult(0)[0] = static_cast<T>(total / static_cast<double>(positions));
+  args.realResult(0)[0] =
+      static_cast<T>(total / static_cast<double>(countedTargets(targets)));
 }
 
 template <typename T>
@@ -346,10 +354,15 @@ void crossEntropyGrad(const Args<T> &args) {
     args.fail("the result's shape differs from the logits'");
   const std::vector<T> &logits = args.reals(0);
   const std::vector<int64_t> &targets = args.ints(1);
-  double scale = static_cast<double>(args.reals(2)[0]) / static_cast<double>(positions);
+  double scale =
+      static_cast<double>(args.reals(2)[0]) / static_cast<double>(countedTargets(targets));
   std::vector<T> &out = args.realResult(0);
   for (int64_t i = 0; i < positions; ++i) {
     const T *row = logits.data() + i * v;
+    if (targets[i] == kIgnoredTarget) {
+      std::fill(out.begin() + i * v, out.begin() + (i + 1) * v, T(0));
+      continue;
+    }
     double lse = logSumExp(row, v);
     for (int64_t j = 0; j < v; ++j) {
       double p = std::exp(static_cast<double>(row[j]) - lse);

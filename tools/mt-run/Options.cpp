@@ -42,6 +42,8 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --weights-map FILE        JSON: plan parameter -> PyTorch name, or -> {"name": N,
                             "transposed": true}, where the plan lacks the names (legacy export)
   --seed S                  seed of --init=random (default 0)
+  --pad-token-id ID         the padding token: a model's attention_mask is 0 there and the
+                            loss leaves out targets that are padding
   --metrics OUT.jsonl       one JSON object per step
   --save-weights OUT.safetensors   the trained weights under PyTorch's names and layouts
   --save-onnx OUT.onnx      the source model with the trained weights (OUT.onnx.data)
@@ -156,7 +158,12 @@ Options parseOptions(int argc, char **argv) {
       options.backend = take();
     else if (arg == "--init")
       options.init = take();
-    else if (arg == "--seed")
+    else if (arg == "--pad-token-id") {
+      double id = numberOf(arg, take());
+      if (id < 0 || id != static_cast<double>(static_cast<int64_t>(id)))
+        throw std::runtime_error("--pad-token-id must be a token id (an integer >= 0)");
+      options.padTokenId = static_cast<int64_t>(id);
+    } else if (arg == "--seed")
       options.seed = static_cast<uint64_t>(numberOf(arg, take()));
     else if (arg == "--metrics")
       options.metrics = take();

@@ -37,6 +37,7 @@ struct Options {
   int processes = 0, processRank = -1;
   const void *group = nullptr;
   uint64_t seed = 0;
+  int64_t padTokenId = -1; // none: every position counts
   /// AdamW flags in command-line order, applied over the plan's defaults.
   std::vector<std::pair<OptimizerFlag, std::string>> optimizer;
 };

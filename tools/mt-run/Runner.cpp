@@ -244,7 +244,8 @@ int train(const Options &options) {
   for (const ParameterState &p : state.parameters)
     weights.push_back(p.master);
   // A language model takes input_ids and targets (".m" per layer-major micro-batch), and an
-  // attention_mask if it was exported with one: all ones, the data being packed sequences;
+  // attention_mask if it was exported with one: 0 at --pad-token-id, else all ones (packed
+  // sequences);
   // a test graph's integer inputs of other names each take the stream's next tokens.
   bool languageModel = std::any_of(
       plan.step().inputs().begin(), plan.step().inputs().end(), [](const plan::Input &input) {
@@ -254,6 +255,13 @@ int train(const Options &options) {
       plan.step().inputs().begin(), plan.step().inputs().end(), [](const plan::Input &input) {
         return input.name().rfind("attention_mask", 0) == 0;
       });
+  if (options.padTokenId >= 0 && (!hasAttentionMask || !languageModel))
+    throw std::runtime_error("--pad-token-id needs a model exported with an attention_mask "
+                             "input, so that padding is masked in attention too");
+  if (options.padTokenId >= plan.vocabulary() && plan.vocabulary() > 0)
+    throw std::runtime_error("--pad-token-id " + std::to_string(options.padTokenId) +
+                             " is not below the vocabulary size " +
+                             std::to_string(plan.vocabulary()));
   auto nextInputs = [&](int64_t parts) {
     std::map<std::string, std::vector<int64_t>> inputs;
     if (!languageModel)
@@ -266,7 +274,9 @@ int train(const Options &options) {
     for (int64_t part = 0; part < (languageModel ? parts : 0); ++part) {
       Batch tokens = data.next(batch, length, plan.vocabulary());
       std::string suffix = layerMajor ? "." + std::to_string(part) : "";
-      if (hasAttentionMask)
+      if (options.padTokenId >= 0)
+        inputs["attention_mask" + suffix] = maskPadding(tokens, options.padTokenId);
+      else if (hasAttentionMask)
         inputs["attention_mask" + suffix].assign(tokens.inputs.size(), 1);
       inputs["input_ids" + suffix] = std::move(tokens.inputs);
       inputs["targets" + suffix] = std::move(tokens.targets);

@@ -748,47 +748,68 @@ void layerNormGrad(const KernelArgs &args) {
 // ---- Cross-entropy ----------------------------------------------------------------------------
 // The host rejects a target outside the vocabulary; the device cannot stop the step without
 // a synchronization, so such a row's loss and gradient are NaN instead: the error shows in
-// the loss rather than passing unnoticed, and nothing is clamped.
+// the loss rather than passing unnoticed, and nothing is clamped. A row whose target is
+// kIgnoredTarget (padding) adds nothing, and the mean is over the other rows.
 
 __device__ __forceinline__ bool inVocabulary(int64_t target, int64_t v) {
   return target >= 0 && target < v;
 }
 
-/// Each row's logsumexp(row) - row[target], into losses[row].
+/// Each row's logsumexp(row) - row[target], into losses[row] (0 for an ignored row).
 __global__ void crossEntropyRowsKernel(Ref logits, Ref targets, int64_t rows, int64_t v,
                                        float *losses) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t target = loadInt(targets, row);
+    if (target == kIgnoredTarget) {
+      if (threadIdx.x == 0)
+        losses[row] = 0.f;
+      continue;
+    }
     int64_t base = row * v;
     MaxSum stats = lineMaxSum<true>(logits, base, v, 1);
-    if (threadIdx.x == 0) {
-      int64_t target = loadInt(targets, row);
+    if (threadIdx.x == 0)
       losses[row] = inVocabulary(target, v)
                         ? stats.max + logf(stats.sum) - loadReal(logits, base + target)
                         : NAN;
-    }
   }
 }
 
-/// The mean of the rows' losses, summed by one block in a fixed order (0 / 0 = NaN for no
-/// rows, as on the host).
-__global__ void crossEntropyMeanKernel(const float *losses, int64_t rows, Ref loss) {
+/// The rows whose targets count, by one block in a fixed order, into *counted.
+__global__ void countTargetsKernel(Ref targets, int64_t rows, float *counted) {
+  float count = 0.f;
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x)
+    count += loadInt(targets, i) != kIgnoredTarget;
+  count = blockSum(count);
+  if (threadIdx.x == 0)
+    *counted = count;
+}
+
+/// The mean of the rows' losses over the rows counted, summed by one block in a fixed order
+/// (0 / 0 = NaN for no rows, as on the host).
+__global__ void crossEntropyMeanKernel(const float *losses, int64_t rows, const float *counted,
+                                       Ref loss) {
   float total = 0.f;
   for (int64_t i = threadIdx.x; i < rows; i += blockDim.x)
     total += losses[i];
   total = blockSum(total);
   if (threadIdx.x == 0)
-    storeReal(loss, 0, total / static_cast<float>(rows));
+    storeReal(loss, 0, total / *counted);
 }
 
-/// (softmax(row) - onehot(target)) * grad / rows.
+/// (softmax(row) - onehot(target)) * grad / rows counted; 0 for an ignored row.
 __global__ void crossEntropyGradKernel(Ref logits, Ref targets, Ref grad, Ref dx, int64_t rows,
-                                       int64_t v) {
-  float scale = loadReal(grad, 0) / static_cast<float>(rows);
+                                       int64_t v, const float *counted) {
+  float scale = loadReal(grad, 0) / *counted;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * v;
+    int64_t target = loadInt(targets, row);
+    if (target == kIgnoredTarget) {
+      for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+        storeReal(dx, base + j, 0.f);
+      continue;
+    }
     MaxSum stats = lineMaxSum<true>(logits, base, v, 1);
     float logSumExp = stats.max + logf(stats.sum);
-    int64_t target = loadInt(targets, row);
     bool valid = inVocabulary(target, v);
     for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
       float p = expf(loadReal(logits, base + j) - logSumExp);
@@ -818,13 +839,15 @@ void crossEntropy(const KernelArgs &args) {
     args.fail("the result must be a scalar");
   Ref logits = args.real(0).ref(), targets = args.integer(1).ref();
   Ref loss = args.realResult(0).ref();
-  float *losses = scratchFloats(args, positions);
+  float *losses = scratchFloats(args, positions + 1), *counted = losses + positions;
   if (positions > 0) {
     crossEntropyRowsKernel<<<gridFor(positions), lineThreads(v), 0, args.stream>>>(
         logits, targets, positions, v, losses);
     checkLaunch(args);
   }
-  crossEntropyMeanKernel<<<1, 1024, 0, args.stream>>>(losses, positions, loss);
+  countTargetsKernel<<<1, 1024, 0, args.stream>>>(targets, positions, counted);
+  checkLaunch(args);
+  crossEntropyMeanKernel<<<1, 1024, 0, args.stream>>>(losses, positions, counted, loss);
   checkLaunch(args);
 }
 
@@ -839,8 +862,11 @@ void crossEntropyGrad(const KernelArgs &args) {
   Ref dx = args.realResult(0).ref();
   if (positions == 0 || v == 0)
     return;
+  float *counted = scratchFloats(args, 1);
+  countTargetsKernel<<<1, 1024, 0, args.stream>>>(targets, positions, counted);
+  checkLaunch(args);
   crossEntropyGradKernel<<<gridFor(positions), lineThreads(v), 0, args.stream>>>(
-      logits, targets, grad, dx, positions, v);
+      logits, targets, grad, dx, positions, v, counted);
   checkLaunch(args);
 }
 
