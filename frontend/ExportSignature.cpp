@@ -3,10 +3,13 @@
 //   b_model_rotary_emb_inv_freq: BUFFER target='model.rotary_emb.inv_freq' persistent=False
 // and each node's FX origin, where a linear layer's folded weight transpose is found:
 //   %linear : [...] = call_function[target=torch.ops.aten.linear.default](args = (%x, %p_w), ...)
+// and the module path of each node, where a tied weight's other name is found.
 #include "frontend/ExportSignature.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <cctype>
 
 #include <google/protobuf/unknown_field_set.h>
 
@@ -16,6 +19,7 @@ namespace {
 
 constexpr llvm::StringLiteral kSignatureKey = "pkg.torch.export.ExportedProgram.graph_signature";
 constexpr llvm::StringLiteral kFxNodeKey = "pkg.torch.onnx.fx_node";
+constexpr llvm::StringLiteral kNameScopesKey = "pkg.torch.onnx.name_scopes";
 constexpr llvm::StringLiteral kLinear = "call_function[target=torch.ops.aten.linear.default]";
 /// GraphProto.metadata_props and NodeProto.metadata_props, from ONNX 1.16 (IR 10): newer
 /// than the onnx.proto mt builds with, so they are read from the messages' unknown fields.
@@ -62,6 +66,35 @@ ExportSignature readExportSignature(const onnx::GraphProto &graph) {
   }
   if (signature.parameters.empty())
     return signature;
+  llvm::StringSet<> initializers;
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    initializers.insert(tensor.name());
+  for (const onnx::NodeProto &node : graph.node()) {
+    // name_scopes is ['', 'model', 'model.embed_tokens', 'embedding']: the module is the
+    // entry before the op's own.
+    llvm::SmallVector<llvm::StringRef> scopes;
+    std::string scopeText = metadataValue(node, kNodeMetadataField, kNameScopesKey);
+    llvm::StringRef(scopeText).trim("[]").split(scopes, ", ");
+    if (scopes.size() < 2)
+      continue;
+    llvm::StringRef module = scopes[scopes.size() - 2].trim("'");
+    std::string origin = metadataValue(node, kNodeMetadataField, kFxNodeKey);
+    for (llvm::StringRef rest = origin; !rest.empty();) {
+      size_t at = rest.find("%p_");
+      if (at == llvm::StringRef::npos)
+        break;
+      rest = rest.drop_front(at + 1);
+      llvm::StringRef placeholder = rest.take_while([](char c) { return std::isalnum(c) || c == '_'; });
+      auto parameter = signature.parameters.find(placeholder);
+      if (parameter == signature.parameters.end() || !initializers.contains(parameter->second))
+        continue;
+      // The module's own parameter of that kind, when only the tied one is in the graph.
+      std::string own = module.str() + "." + llvm::StringRef(parameter->second).rsplit('.').second.str();
+      if (own != parameter->second && signature.parameterNames.contains(own) &&
+          !initializers.contains(own))
+        signature.tiedNames[own] = parameter->second;
+    }
+  }
   // MatMul(x, c) exported from linear(x, %p_w): c is w's transpose, folded by the exporter.
   for (const onnx::NodeProto &node : graph.node()) {
     if (node.op_type() != "MatMul" || node.input_size() != 2)

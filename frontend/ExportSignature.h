@@ -22,6 +22,10 @@ struct ExportSignature {
   /// linear layer's weight) -> that parameter's module path.
   llvm::StringMap<std::string> transposedParameters;
   llvm::StringSet<> parameterNames;
+  /// A tied weight's other name (`model.embed_tokens.weight`), which no initializer holds ->
+  /// the parameter that does (`lm_head.weight`): found from the module a node using that
+  /// parameter belongs to.
+  llvm::StringMap<std::string> tiedNames;
 
   /// Whether the exporter said the initializer `name` holds a PyTorch parameter (itself or
   /// transposed); false for every initializer when there is no signature.

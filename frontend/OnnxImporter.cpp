@@ -242,12 +242,20 @@ Value GraphImporter::readParameter(const onnx::TensorProto &tensor, Location loc
   builder.setInsertionPoint(function);
   auto parameter = builder.create<ParameterOp>(loc, builder.getStringAttr(tensor.name()),
                                                TypeAttr::get(type), StringAttr(), IntegerAttr(),
-                                               IntegerAttr(), StringAttr(), UnitAttr());
+                                               IntegerAttr(), StringAttr(), UnitAttr(),
+                                               ArrayAttr());
   if (auto source = signature.transposedParameters.find(tensor.name());
       source != signature.transposedParameters.end()) {
     parameter.setSourceNameAttr(builder.getStringAttr(source->second));
     parameter.setSourceTransposed(true);
   }
+  llvm::SmallVector<StringRef> tied;
+  for (const auto &alias : signature.tiedNames)
+    if (alias.getValue() == tensor.name())
+      tied.push_back(alias.getKey());
+  llvm::sort(tied);
+  if (!tied.empty())
+    parameter.setTiedNamesAttr(builder.getStrArrayAttr(tied));
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
     ExternalData where = externalDataOf(tensor);
     parameter.setExternalFileAttr(builder.getStringAttr(where.file));

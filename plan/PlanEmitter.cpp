@@ -222,6 +222,9 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
     out->set_name(parameter.getSymName().str());
     out->set_source_name(parameter.getSourceName().value_or(parameter.getSymName()).str());
     out->set_source_transposed(parameter.getSourceTransposed());
+    if (std::optional<ArrayAttr> tied = parameter.getTiedNames())
+      for (auto name : tied->getAsValueRange<StringAttr>())
+        out->add_tied_names(name.str());
     setType(parameter.getTensorType(), *out->mutable_type());
     if (std::optional<StringRef> file = parameter.getExternalFile()) {
       out->set_file(planPath(*file, modelDir, planDir));

@@ -216,6 +216,10 @@ std::vector<NamedTensor> pytorchWeights(const plan::Plan &plan,
       std::swap(shape[0], shape[1]);
     }
     tensors.push_back({sources[p].name, shape, data});
+    // A tied weight under each of its names, as PyTorch's state_dict holds it.
+    for (const std::string &tied : plan.parameters(p).tied_names())
+      if (tied != sources[p].name)
+        tensors.push_back({tied, shape, data});
   }
   return tensors;
 }
@@ -226,27 +230,38 @@ std::vector<WeightsMap::Source> matchPretrainedWeights(const plan::Plan &plan,
   const auto &tensors = archive.tensors();
   std::vector<WeightsMap::Source> sources = pytorchSources(plan, map);
   std::vector<int> unmatched;
-  std::set<std::string> used;
+  std::set<std::string> used, tiedCopies;
   std::string errors;
   for (int p = 0; p < plan.parameters_size(); ++p) {
     const plan::Parameter &parameter = plan.parameters(p);
-    const WeightsMap::Source &source = sources[p];
+    const WeightsMap::Source source = sources[p];
     auto tensor = tensors.find(source.name);
     if (tensor == tensors.end()) {
-      unmatched.push_back(p);
-      continue;
+      // A tied weight saved under its other name (save_pretrained keeps the embedding's).
+      auto tied = std::find_if(parameter.tied_names().begin(), parameter.tied_names().end(),
+                               [&](const std::string &name) { return tensors.count(name); });
+      if (tied == parameter.tied_names().end()) {
+        unmatched.push_back(p);
+        continue;
+      }
+      tensor = tensors.find(*tied);
+      sources[p].name = *tied;
     }
-    used.insert(source.name);
+    used.insert(tensor->first);
     std::vector<int64_t> expected = sourceShape(parameter, source.transposed);
     if (tensor->second.shape != expected)
-      errors += "\n  tensor '" + source.name + "' is " + formatShape(tensor->second.shape) +
+      errors += "\n  tensor '" + tensor->first + "' is " + formatShape(tensor->second.shape) +
                 "; parameter '" + parameter.name() + "' needs " + formatShape(expected) +
                 (source.transposed ? " (its transpose)" : "");
   }
   // A tensor nothing uses: another name for a used one (tied weights saved twice, same bytes)
   // is harmless; anything else means the model and the weights differ.
+  for (const plan::Parameter &parameter : plan.parameters())
+    for (const std::string &tied : parameter.tied_names())
+      if (tensors.count(tied) && !used.count(tied))
+        tiedCopies.insert(tied);
   for (const auto &[name, tensor] : tensors) {
-    if (used.count(name))
+    if (used.count(name) || tiedCopies.count(name))
       continue;
     bool duplicate = std::any_of(used.begin(), used.end(), [&](const std::string &other) {
       const SafetensorsArchive::Tensor &kept = tensors.at(other);

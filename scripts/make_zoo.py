@@ -25,6 +25,8 @@ BATCH, SEQ, STEPS, SEED = 2, 16, 20, 0
 PAD, PADDED = 0, 5
 # The family whose trained weights are saved as pretrained weights, and the steps after them.
 PRETRAINED, PRETRAINED_STEPS = "llama", 6
+# A family with tied embeddings whose initial weights are saved as save_pretrained writes them.
+TIED = "smollm3"
 # mt-run's AdamW defaults, which make_reference.train uses.
 LR, WEIGHT_DECAY = 1e-3, 0.01
 
@@ -164,6 +166,16 @@ def padded_reference(family):
                                 mask=(inputs != PAD).long())
 
 
+def save_initial(family, outdir):
+    """The exported weights as save_pretrained writes them: a tied family's keep the
+    embedding's name alone, where the dynamo export names the one tensor after lm_head."""
+    folder = os.path.join(outdir, family + ".initial")
+    build(family).save_pretrained(folder)
+    for extra in os.listdir(folder):
+        if not extra.endswith(".safetensors"):
+            os.remove(os.path.join(folder, extra))
+
+
 def pretrained(family, data, outdir):
     """The model after the reference run, as save_pretrained writes it (in shards) and in bf16,
     with PyTorch's losses of PRETRAINED_STEPS more steps (a fresh AdamW) from each: what
@@ -218,6 +230,8 @@ def main():
         with open(os.path.join(outdir, family + ".padded.losses.json"), "w") as out:
             json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "pad_token_id": PAD,
                        "losses": padded_losses, "grad_norms": padded_norms}, out)
+        if family == TIED:
+            save_initial(family, outdir)
         if only_references:
             continue
         for exporter, dynamo, opset, with_mask, only in EXPORTS:
