@@ -59,6 +59,36 @@ std::pair<int64_t, int64_t> batchShape(const plan::Plan &plan) {
   throw std::runtime_error("the plan has no [batch, sequence] token input");
 }
 
+/// Refuses, before any training, an output the run could not write at its end (a folder
+/// that is missing or not writable) or one that would overwrite the plan or its initial
+/// weights.
+void checkOutput(const std::string &flag, const std::string &path, const plan::Plan &plan,
+                 const std::string &planPath, const std::string &planDir) {
+  if (path.empty())
+    return;
+  std::string folder = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  if (access(folder.empty() ? "/" : folder.c_str(), W_OK) != 0)
+    throw std::runtime_error(flag + " " + path + ": the folder " + folder +
+                             " does not exist or is not writable");
+  char *resolved = realpath(folder.empty() ? "/" : folder.c_str(), nullptr);
+  std::string target =
+      std::string(resolved ? resolved : folder) + "/" + path.substr(path.rfind('/') + 1);
+  std::free(resolved);
+  auto is = [&](const std::string &file) {
+    char *existing = realpath(file.c_str(), nullptr);
+    bool same = existing && target == std::string(existing);
+    std::free(existing);
+    return same;
+  };
+  if (is(planPath))
+    throw std::runtime_error(flag + " " + path + " is the plan itself");
+  for (const plan::Parameter &parameter : plan.parameters())
+    if (!parameter.file().empty() &&
+        is(parameter.file().front() == '/' ? parameter.file() : planDir + "/" + parameter.file()))
+      throw std::runtime_error(flag + " " + path + " is the plan's own weights file (" +
+                               parameter.name() + " starts from it)");
+}
+
 /// The profile of the machine the chosen backend runs on: the GPU's when there is one (auto)
 /// or when asked for (cuda), else the host backend's.
 std::string calibrate(const Options &options) {
@@ -170,6 +200,11 @@ int train(const Options &options) {
   std::string planDir = options.plan.find('/') == std::string::npos
                             ? "."
                             : options.plan.substr(0, options.plan.rfind('/'));
+  for (auto [flag, path] : {std::pair{"--save-weights", options.saveWeights},
+                            {"--save-onnx", options.saveOnnx},
+                            {"--save-onnx", options.saveOnnx.empty() ? "" : options.saveOnnx + ".data"},
+                            {"--metrics", options.metrics}})
+    checkOutput(flag, path, plan, options.plan, planDir);
   // Pretrained weights are matched to the plan before any memory is taken for it.
   WeightsMap weightsMap;
   if (!options.weightsMap.empty())
