@@ -10,13 +10,13 @@ import os
 import shutil
 import sys
 import traceback
-import warnings
 
 import numpy as np
 import safetensors.torch
 import torch
 import transformers
 
+import export_hf
 import make_reference
 
 VOCAB, HIDDEN, LAYERS, HEADS, KV_HEADS, FFN = 256, 64, 2, 4, 2, 128
@@ -64,20 +64,6 @@ FAMILIES = {
 }
 
 
-def logits_only(model):
-    """The model as mt compiles it: token ids (and a padding mask) in, logits out. The class
-    is swapped rather than wrapped, so that parameters keep save_pretrained's names."""
-    base = type(model)
-
-    class LogitsOnly(base):
-        def forward(self, input_ids, attention_mask=None):
-            return base.forward(self, input_ids=input_ids, attention_mask=attention_mask,
-                                use_cache=False).logits
-
-    model.__class__ = LogitsOnly
-    return model
-
-
 def build(family):
     config_name, fields = FAMILIES[family]
     config_class = getattr(transformers, config_name, None)
@@ -98,7 +84,7 @@ def build(family):
         for name, parameter in model.named_parameters():
             if parameter.dim() == 1:
                 parameter.add_(torch.randn_like(parameter) * 0.1)
-    return logits_only(model)
+    return export_hf.logits_only(model)
 
 
 def tokens():
@@ -113,25 +99,6 @@ def tokens():
 # nodes: a few families cover their forms (grouped heads, q/k norms, partial rotary).
 EXPORTS = [("dynamo", True, None, True, None), ("legacy", False, 17, True, None),
            ("dynamo23", True, 23, False, {"llama", "qwen3", "gpt_neox", "phi3"})]
-
-
-def export(model, path, dynamo, opset, masked):
-    ids = torch.zeros(BATCH, SEQ, dtype=torch.long)
-    args = (ids, torch.ones(BATCH, SEQ, dtype=torch.long)) if masked else (ids,)
-    names = ["input_ids", "attention_mask"] if masked else ["input_ids"]
-    axes = {name: {0: "batch", 1: "sequence"} for name in names}
-    model.eval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if dynamo:
-            program = torch.onnx.export(model, args, None, dynamo=True, opset_version=opset,
-                                        input_names=names, output_names=["logits"],
-                                        dynamic_shapes=tuple(axes[n] for n in names))
-            program.save(path, external_data=False)
-        else:
-            torch.onnx.export(model, args, path, dynamo=False, opset_version=opset,
-                              input_names=names, output_names=["logits"],
-                              dynamic_axes=dict(axes, logits={0: "batch", 1: "sequence"}))
 
 
 def compress(path):
@@ -241,7 +208,7 @@ def main():
                 name = f"{family}.{exporter}{'.mask' if masked else ''}"
                 path = os.path.join(outdir, name + ".onnx")
                 try:
-                    export(build(family), path, dynamo, opset, masked)
+                    export_hf.export(build(family), path, dynamo, opset, masked)
                     compress(path)
                     models[name] = {"family": family, "exporter": exporter, "masked": masked,
                                     "exported": True}
