@@ -76,11 +76,18 @@ Batch TokenData::next(int64_t batch, int64_t length, int64_t vocabulary) {
   return result;
 }
 
-std::vector<int64_t> maskPadding(Batch &batch, int64_t pad) {
+std::vector<int64_t> maskPadding(Batch &batch, int64_t pad, int64_t length) {
   std::vector<int64_t> mask;
   mask.reserve(batch.inputs.size());
-  for (int64_t token : batch.inputs)
-    mask.push_back(token != pad);
+  for (size_t i = 0; i < batch.inputs.size(); ++i) {
+    mask.push_back(batch.inputs[i] != pad);
+    // A token after padding: left padding, whose query rows attend to nothing.
+    if (i % length && mask.back() && !mask[i - 1])
+      throw std::runtime_error("sequence " + std::to_string(i / length) + " of the batch has "
+                               "a token after padding (position " +
+                               std::to_string(i % length) +
+                               "): --pad-token-id takes right-padded sequences only");
+  }
   for (int64_t &target : batch.targets)
     if (target == pad)
       target = kIgnoredTarget;

@@ -14,10 +14,12 @@ struct Batch {
   std::vector<int64_t> targets;  // B x T, the inputs shifted by one
 };
 
-/// The attention mask of a batch's inputs (0 at the padding token `pad`, else 1); targets that
-/// are padding become kIgnoredTarget, so that the loss leaves them out (how transformers'
-/// collators set labels to -100).
-std::vector<int64_t> maskPadding(Batch &batch, int64_t pad);
+/// The attention mask of a batch's inputs of `length` tokens a sequence (0 at the padding
+/// token `pad`, else 1); targets that are padding become kIgnoredTarget, so that the loss
+/// leaves them out (how transformers' collators set labels to -100). Throws on a token after
+/// padding: a left-padded row attends to nothing, which the exporters' graphs do not train
+/// as PyTorch does.
+std::vector<int64_t> maskPadding(Batch &batch, int64_t pad, int64_t length);
 
 class TokenData {
 public:

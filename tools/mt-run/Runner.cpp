@@ -310,7 +310,7 @@ int train(const Options &options) {
       Batch tokens = data.next(batch, length, plan.vocabulary());
       std::string suffix = layerMajor ? "." + std::to_string(part) : "";
       if (options.padTokenId >= 0)
-        inputs["attention_mask" + suffix] = maskPadding(tokens, options.padTokenId);
+        inputs["attention_mask" + suffix] = maskPadding(tokens, options.padTokenId, length);
       else if (hasAttentionMask)
         inputs["attention_mask" + suffix].assign(tokens.inputs.size(), 1);
       inputs["input_ids" + suffix] = std::move(tokens.inputs);

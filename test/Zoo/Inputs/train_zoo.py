@@ -149,9 +149,9 @@ NOTES = """
   and mt-run feeds a mask of ones (packed sequences), or with `--pad-token-id` a mask that is
   0 at padding, whose targets then count for nothing in the loss (right padding, as
   transformers' collators make it). Attention under that run-time mask is not fused yet:
-  the scores are materialized, as in PyTorch's eager attention. A left-padded row attends to
-  nothing; PyTorch's guard then gives 0 and mt matches it in the forward, but such rows are
-  not tested.
+  the scores are materialized, as in PyTorch's eager attention. Left padding is refused: a
+  left-padded row attends to nothing, and there the exported graphs differ from PyTorch
+  (first loss 3e-4 off through the dynamo export's NaN guard, NaN through the legacy one).
 - **The legacy exporter without a mask.** transformers 5's causal-mask code calls
   `torch.diff`, which torch's legacy exporter cannot write at opset 17: the exporter fails
   before mt sees a model. (OPT, which builds its mask otherwise, exports and trains.)
