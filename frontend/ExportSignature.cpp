@@ -32,7 +32,8 @@ std::string metadataValue(const google::protobuf::Message &message, int field,
       message.GetReflection()->GetUnknownFields(message);
   for (int i = 0; i < unknown.field_count(); ++i) {
     const google::protobuf::UnknownField &entry = unknown.field(i);
-    if (entry.number() != field || entry.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+    if (entry.number() != field ||
+        entry.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
       continue;
     onnx::StringStringEntryProto pair;
     if (pair.ParseFromString(entry.length_delimited()) && pair.key() == key)
@@ -84,12 +85,14 @@ ExportSignature readExportSignature(const onnx::GraphProto &graph) {
       if (at == llvm::StringRef::npos)
         break;
       rest = rest.drop_front(at + 1);
-      llvm::StringRef placeholder = rest.take_while([](char c) { return std::isalnum(c) || c == '_'; });
+      llvm::StringRef placeholder =
+          rest.take_while([](char c) { return std::isalnum(c) || c == '_'; });
       auto parameter = signature.parameters.find(placeholder);
       if (parameter == signature.parameters.end() || !initializers.contains(parameter->second))
         continue;
       // The module's own parameter of that kind, when only the tied one is in the graph.
-      std::string own = module.str() + "." + llvm::StringRef(parameter->second).rsplit('.').second.str();
+      std::string own =
+          module.str() + "." + llvm::StringRef(parameter->second).rsplit('.').second.str();
       if (own != parameter->second && signature.parameterNames.contains(own) &&
           !initializers.contains(own))
         signature.tiedNames[own] = parameter->second;

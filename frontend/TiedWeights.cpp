@@ -48,8 +48,8 @@ llvm::StringMap<std::string> findTransposedCopies(
         bool same = true;
         for (int64_t r = 0; same && r < rows; ++r)
           for (int64_t c = 0; same && c < cols; ++c)
-            same = std::memcmp(a->data() + (r * cols + c) * 4, b->data() + (c * rows + r) * 4,
-                               4) == 0;
+            same =
+                std::memcmp(a->data() + (r * cols + c) * 4, b->data() + (c * rows + r) * 4, 4) == 0;
         // The one the model lists first (the embedding, by its PyTorch name) stays.
         if (same && order.at(original) < order.at(copy))
           copies[copy->name()] = original->name();

@@ -66,7 +66,8 @@ std::vector<int64_t> sourceShape(const plan::Parameter &parameter, bool transpos
 } // namespace
 
 WeightsMap WeightsMap::read(const std::string &path) {
-  google::protobuf::Struct json = parseJson(readFileBytes(path, "--weights-map"), "--weights-map " + path);
+  google::protobuf::Struct json =
+      parseJson(readFileBytes(path, "--weights-map"), "--weights-map " + path);
   WeightsMap map;
   for (const auto &[name, value] : json.fields()) {
     Source source;
@@ -190,9 +191,9 @@ std::vector<WeightsMap::Source> pytorchSources(const plan::Plan &plan, const Wei
     if (mapped != map.sources.end())
       sources.push_back(mapped->second);
     else
-      sources.push_back({parameter.source_name().empty() ? parameter.name()
-                                                         : parameter.source_name(),
-                         parameter.source_transposed()});
+      sources.push_back(
+          {parameter.source_name().empty() ? parameter.name() : parameter.source_name(),
+           parameter.source_transposed()});
   }
   return sources;
 }
@@ -294,12 +295,12 @@ std::vector<WeightsMap::Source> matchPretrainedWeights(const plan::Plan &plan,
     }
   }
   if (!errors.empty())
-    throw std::runtime_error(
-        "the weights do not match the plan:" + errors +
-        (suggestions.empty() ? ""
-                             : "\ncandidates for a --weights-map file (JSON; pick one per "
-                               "parameter):" +
-                                   suggestions));
+    throw std::runtime_error("the weights do not match the plan:" + errors +
+                             (suggestions.empty()
+                                  ? ""
+                                  : "\ncandidates for a --weights-map file (JSON; pick one per "
+                                    "parameter):" +
+                                        suggestions));
   return sources;
 }
 

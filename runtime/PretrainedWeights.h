@@ -60,9 +60,9 @@ std::vector<NamedTensor> pytorchWeights(const plan::Plan &plan,
                                         const std::vector<const float *> &masters,
                                         std::vector<std::vector<float>> &transposes);
 
-/// The sources of pytorchSources, each checked against `archive` before anything is written: a missing or
-/// mis-shaped tensor, or one the plan does not use, is an error naming it (with suggestions
-/// for a weights map where names differ).
+/// The sources of pytorchSources, each checked against `archive` before anything is written: a
+/// missing or mis-shaped tensor, or one the plan does not use, is an error naming it (with
+/// suggestions for a weights map where names differ).
 std::vector<WeightsMap::Source> matchPretrainedWeights(const plan::Plan &plan,
                                                        const SafetensorsArchive &archive,
                                                        const WeightsMap &map);

@@ -2,8 +2,8 @@
 // from the system's onnx.proto into mt-run alone), initializers swapped for external data.
 #include "runtime/TrainedOnnx.h"
 
-#include "runtime/PlanLoader.h"
 #include "onnx.pb.h"
+#include "runtime/PlanLoader.h"
 
 #include <cstdio>
 #include <fstream>
@@ -36,8 +36,8 @@ std::string externalBytes(const onnx::TensorProto &tensor, const std::string &so
     else if (entry.key() == "length")
       length = std::stoll(entry.value());
   }
-  std::string file = location.empty() || location.front() == '/' ? location
-                                                                  : sourceDir + "/" + location;
+  std::string file =
+      location.empty() || location.front() == '/' ? location : sourceDir + "/" + location;
   std::string bytes = readFileBytes(file, "external data file");
   if (offset < 0 || static_cast<size_t>(offset) > bytes.size() ||
       (length >= 0 && static_cast<size_t>(offset + length) > bytes.size()))
