@@ -102,7 +102,8 @@ ExportSignature readExportSignature(const onnx::GraphProto &graph) {
   for (const onnx::NodeProto &node : graph.node()) {
     if (node.op_type() != "MatMul" || node.input_size() != 2)
       continue;
-    llvm::StringRef origin = metadataValue(node, kNodeMetadataField, kFxNodeKey);
+    std::string originText = metadataValue(node, kNodeMetadataField, kFxNodeKey);
+    llvm::StringRef origin = originText;
     size_t call = origin.find(kLinear);
     if (call == llvm::StringRef::npos)
       continue;

@@ -1168,11 +1168,11 @@ std::optional<LogicalResult> NodeImporter::gatherNdView(const HostTensor &indice
     return at;
   };
   int64_t rows = numElements(rowsShape);
+  if (rows == 0 || offset(0) != 0)
+    return std::nullopt;
   Shape rowStrides = stridesOf(rowsShape), steps;
   for (size_t a = 0; a < rowsShape.size(); ++a)
     steps.push_back(rowsShape[a] > 1 ? offset(rowStrides[a]) : 0);
-  if (rows == 0 || offset(0) != 0)
-    return std::nullopt;
   for (int64_t row = 0; row < rows; ++row) {
     int64_t expected = 0;
     for (size_t a = 0; a < rowsShape.size(); ++a)

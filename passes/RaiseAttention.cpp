@@ -55,6 +55,9 @@ struct Heads {
 
 /// The [B, Hkv, S, D] heads that a grouped-query repeat expanded into `heads`, else `heads`.
 Heads unrepeatedHeads(const Heads &heads) {
+  // Heads seen through a transpose keep it: the repeat below it is in another layout.
+  if (!heads.permutation.empty())
+    return heads;
   // Reshapes in a row are one reshape.
   Value expanded = heads.source;
   while (auto merge = expanded.getDefiningOp<ReshapeOp>())

@@ -81,7 +81,11 @@ std::vector<int64_t> maskPadding(Batch &batch, int64_t pad, int64_t length) {
   mask.reserve(batch.inputs.size());
   for (size_t i = 0; i < batch.inputs.size(); ++i) {
     mask.push_back(batch.inputs[i] != pad);
-    // A token after padding: left padding, whose query rows attend to nothing.
+    // Padding first (left padding, or a sequence of padding alone) leaves query rows that
+    // attend to nothing.
+    if (i % length == 0 && !mask.back())
+      throw std::runtime_error("sequence " + std::to_string(i / length) + " of the batch starts "
+                               "with padding: --pad-token-id takes right-padded sequences only");
     if (i % length && mask.back() && !mask[i - 1])
       throw std::runtime_error("sequence " + std::to_string(i / length) + " of the batch has "
                                "a token after padding (position " +
