@@ -243,7 +243,7 @@ Value GraphImporter::readParameter(const onnx::TensorProto &tensor, Location loc
   auto parameter = builder.create<ParameterOp>(loc, builder.getStringAttr(tensor.name()),
                                                TypeAttr::get(type), StringAttr(), IntegerAttr(),
                                                IntegerAttr(), StringAttr(), UnitAttr(),
-                                               ArrayAttr());
+                                               ArrayAttr(), ArrayAttr());
   if (auto source = signature.transposedParameters.find(tensor.name());
       source != signature.transposedParameters.end()) {
     parameter.setSourceNameAttr(builder.getStringAttr(source->second));
@@ -277,6 +277,12 @@ Value GraphImporter::materialize(ImportedValue &value, Location loc) {
     return value.value;
   if (!value.transposeOf.empty()) {
     Value original = materialize(values[value.transposeOf], loc);
+    auto parameter = (*module).lookupSymbol<ParameterOp>(value.transposeOf);
+    llvm::SmallVector<Attribute> copies;
+    if (std::optional<ArrayAttr> known = parameter.getTransposedCopies())
+      copies.append(known->begin(), known->end());
+    copies.push_back(builder.getStringAttr(value.initializer->name()));
+    parameter.setTransposedCopiesAttr(builder.getArrayAttr(copies));
     auto type = llvm::cast<RankedTensorType>(original.getType());
     value.value = builder.create<TransposeOp>(
         loc, type.clone({type.getDimSize(1), type.getDimSize(0)}), original,

@@ -24,10 +24,13 @@ llvm::StringMap<std::string> findTransposedCopies(
     // Each pair of shapes once.
     if (transposed == byShape.end() || shape.first > shape.second)
       continue;
-    int64_t rows = shape.first, cols = shape.second;
+    int64_t rows = shape.first, cols = shape.second, elements;
+    if (rows <= 0 || cols <= 0 || __builtin_mul_overflow(rows, cols, &elements) ||
+        elements > (int64_t{1} << 40))
+      continue;
     for (const onnx::TensorProto *original : originals) {
       std::optional<std::string> a = bytes(*original);
-      if (!a || a->size() != static_cast<size_t>(rows * cols * 4))
+      if (!a || a->size() != static_cast<size_t>(elements) * 4)
         continue;
       auto element = [](const std::string &data, int64_t i) {
         float value;
@@ -35,7 +38,7 @@ llvm::StringMap<std::string> findTransposedCopies(
         return value;
       };
       bool splat = true;
-      for (int64_t i = 1; splat && i < rows * cols; ++i)
+      for (int64_t i = 1; splat && i < elements; ++i)
         splat = element(*a, i) == element(*a, 0);
       if (splat)
         continue;

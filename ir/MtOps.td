@@ -29,7 +29,9 @@ def MT_ParameterOp : MT_Op<"parameter", [Symbol]> {
     (an exporter folded `transpose(weight)` into a new constant), with `source_transposed`
     when it holds that parameter's transpose: the names and layouts of pretrained weights.
     `tied_names` are the other names of a tied weight (the embedding's, where the exporter kept
-    the lm_head's), which pretrained weights may use and saved weights repeat.
+    the lm_head's), which pretrained weights may use and saved weights repeat;
+    `transposed_copies` the initializers the model holds its transpose in (the legacy
+    exporter's untied copy of a tied weight), which a saved model fills from it.
 
     ```mlir
     mt.parameter @"wte.weight" : tensor<96x32xf32>
@@ -40,7 +42,8 @@ def MT_ParameterOp : MT_Op<"parameter", [Symbol]> {
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<MT_FloatTensor>:$type,
                        OptionalAttr<StrAttr>:$external_file, OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<I64Attr>:$length, OptionalAttr<StrAttr>:$source_name,
-                       UnitAttr:$source_transposed, OptionalAttr<StrArrayAttr>:$tied_names);
+                       UnitAttr:$source_transposed, OptionalAttr<StrArrayAttr>:$tied_names,
+                       OptionalAttr<StrArrayAttr>:$transposed_copies);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

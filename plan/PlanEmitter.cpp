@@ -225,6 +225,9 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
     if (std::optional<ArrayAttr> tied = parameter.getTiedNames())
       for (auto name : tied->getAsValueRange<StringAttr>())
         out->add_tied_names(name.str());
+    if (std::optional<ArrayAttr> copies = parameter.getTransposedCopies())
+      for (auto name : copies->getAsValueRange<StringAttr>())
+        out->add_transposed_copies(name.str());
     setType(parameter.getTensorType(), *out->mutable_type());
     if (std::optional<StringRef> file = parameter.getExternalFile()) {
       out->set_file(planPath(*file, modelDir, planDir));

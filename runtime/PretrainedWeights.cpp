@@ -112,8 +112,11 @@ SafetensorsArchive::SafetensorsArchive(const std::string &path) {
       if (weightMap == json.fields().end() || !weightMap->second.has_struct_value())
         throw std::runtime_error(index + " has no \"weight_map\"");
       std::set<std::string> shards;
-      for (const auto &[name, file] : weightMap->second.struct_value().fields())
+      for (const auto &[name, file] : weightMap->second.struct_value().fields()) {
+        if (!file.has_string_value() || file.string_value().empty())
+          throw std::runtime_error(index + ": tensor '" + name + "' names no shard file");
         shards.insert(path + "/" + file.string_value());
+      }
       files.assign(shards.begin(), shards.end());
     }
   } else {
@@ -124,7 +127,10 @@ SafetensorsArchive::SafetensorsArchive(const std::string &path) {
     if (fd < 0)
       throw std::runtime_error("cannot open weights file " + file);
     struct stat info;
-    fstat(fd, &info);
+    if (fstat(fd, &info) != 0) {
+      close(fd);
+      throw std::runtime_error("cannot read weights file " + file);
+    }
     auto mapping = std::make_unique<Mapping>();
     mapping->bytes = static_cast<size_t>(info.st_size);
     if (mapping->bytes >= 8)
@@ -159,18 +165,28 @@ SafetensorsArchive::SafetensorsArchive(const std::string &path) {
           tensor.dtype != "F64")
         throw std::runtime_error(file + ": tensor '" + name + "' has dtype " + tensor.dtype +
                                  "; weights must be F32, BF16, F16 or F64");
-      int64_t count = 1;
+      // Sizes and offsets must be whole numbers a double holds exactly, and their product
+      // must not wrap: a hostile header is refused, never read past.
+      auto whole = [&](const google::protobuf::Value &value, const char *what) {
+        double number = value.number_value();
+        if (!value.has_number_value() || !(number >= 0 && number < 9007199254740992.0) ||
+            number != static_cast<double>(static_cast<uint64_t>(number)))
+          throw std::runtime_error(file + ": tensor '" + name + "' has a " + what +
+                                   " that is not a whole number");
+        return static_cast<uint64_t>(number);
+      };
+      uint64_t bytes = static_cast<uint64_t>(bytesPerElement(dtypeOf(tensor.dtype)));
       for (const google::protobuf::Value &d : field("shape").list_value().values()) {
-        tensor.shape.push_back(static_cast<int64_t>(d.number_value()));
-        count *= tensor.shape.back();
+        uint64_t size = whole(d, "dimension");
+        if (__builtin_mul_overflow(bytes, size, &bytes))
+          throw std::runtime_error(file + ": tensor '" + name + "' is too large");
+        tensor.shape.push_back(static_cast<int64_t>(size));
       }
       const auto &offsets = field("data_offsets").list_value().values();
       if (offsets.size() != 2)
         throw std::runtime_error(file + ": tensor '" + name + "' needs two data_offsets");
-      auto begin = static_cast<uint64_t>(offsets[0].number_value());
-      auto end = static_cast<uint64_t>(offsets[1].number_value());
-      if (begin > end || end > dataBytes ||
-          end - begin != static_cast<uint64_t>(count * bytesPerElement(dtypeOf(tensor.dtype))))
+      uint64_t begin = whole(offsets[0], "data offset"), end = whole(offsets[1], "data offset");
+      if (begin > end || end > dataBytes || end - begin != bytes)
         throw std::runtime_error(file + ": tensor '" + name + "' " + formatShape(tensor.shape) +
                                  " " + tensor.dtype + " does not fit bytes [" +
                                  std::to_string(begin) + ", " + std::to_string(end) + ")");

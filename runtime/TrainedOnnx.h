@@ -6,17 +6,31 @@
 
 #include "plan/plan.pb.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace mt {
 
-/// Writes `path` (and `path`.data) from the source model `plan.model()` (as given, else
-/// relative to `planDir`), with `weights` (one per plan parameter, in the plan's layout) as
-/// the initializers of the same names; other initializers stored outside the source model are
-/// inlined. Written through temporary files renamed into place. Throws naming what failed.
-void writeTrainedOnnx(const std::string &path, const plan::Plan &plan, const std::string &planDir,
-                      const std::vector<const float *> &weights);
+class TrainedOnnx {
+public:
+  /// Reads the source model `plan.model()` (as given, else relative to `planDir`) and checks
+  /// that it holds every parameter as an fp32 initializer, so that a run never fails over it
+  /// at its end. Throws naming what is wrong.
+  TrainedOnnx(const plan::Plan &plan, const std::string &planDir);
+  ~TrainedOnnx();
+
+  /// Writes `path` and `path`.data: `weights` (one per plan parameter, in the plan's layout)
+  /// as the initializers of the same names (and their transposes as the transposed copies);
+  /// other initializers stored outside the source model are inlined. Written through
+  /// temporary files renamed into place.
+  void write(const std::string &path, const std::vector<const float *> &weights) const;
+
+private:
+  struct Model;
+  std::unique_ptr<Model> model;
+  const plan::Plan &plan;
+};
 
 } // namespace mt
 

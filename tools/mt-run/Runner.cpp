@@ -205,6 +205,10 @@ int train(const Options &options) {
                             {"--save-onnx", options.saveOnnx.empty() ? "" : options.saveOnnx + ".data"},
                             {"--metrics", options.metrics}})
     checkOutput(flag, path, plan, options.plan, planDir);
+  // The source model is read and checked now, so that a run never fails over it at its end.
+  std::unique_ptr<TrainedOnnx> trainedOnnx;
+  if (!options.saveOnnx.empty() && options.processRank <= 0)
+    trainedOnnx = std::make_unique<TrainedOnnx>(plan, planDir);
   // Pretrained weights are matched to the plan before any memory is taken for it.
   WeightsMap weightsMap;
   if (!options.weightsMap.empty())
@@ -661,8 +665,8 @@ int train(const Options &options) {
                        pytorchWeights(plan, pytorchSources(plan, weightsMap), finalWeights,
                                       transposes));
     }
-    if (!options.saveOnnx.empty())
-      writeTrainedOnnx(options.saveOnnx, plan, planDir, finalWeights);
+    if (trainedOnnx)
+      trainedOnnx->write(options.saveOnnx, finalWeights);
   }
   return 0;
 }
