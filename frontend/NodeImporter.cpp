@@ -40,6 +40,18 @@ private:
   Shape shape(int i) { return graph.shapeOf(input(i)); }
   int64_t rank(int i) { return shape(i).size(); }
   Value operand(int i) { return graph.materialize(input(i), loc); }
+  /// An mt.constant holding `known`.
+  Value constant(HostTensor known) {
+    ImportedValue value;
+    value.known = std::move(known);
+    return graph.materialize(value, loc);
+  }
+  /// A scalar constant of `dataType`.
+  Value scalar(int32_t dataType, double value) {
+    HostTensor t = HostTensor::zeros(dataType, {});
+    t.set(0, value);
+    return constant(std::move(t));
+  }
   FailureOr<HostTensor> known(int i, StringRef what) {
     if (!has(i)) {
       error() << "input " << i << " (" << what << ") is missing";
@@ -131,6 +143,16 @@ private:
       if (has(i) && !input(i).known)
         return error() << "is only supported when its inputs are known at compile time; input "
                        << i << " ('" << node.input(i) << "') is computed at run time";
+    return success();
+  }
+  /// Fails unless a normalization's `axis` attribute (default -1) names the last axis.
+  LogicalResult requireLastAxisNorm() {
+    FailureOr<int64_t> axis = normalizeAxis(attrInt("axis", -1), rank(0));
+    if (failed(axis))
+      return failure();
+    if (*axis != rank(0) - 1)
+      return error() << "normalizes from axis " << *axis
+                     << "; mt supports normalizing the last axis only";
     return success();
   }
   LogicalResult requireFloat(int i) {
@@ -322,12 +344,7 @@ LogicalResult NodeImporter::logic() {
   for (int i = 0; i < node.input_size(); ++i)
     if (graph.dataTypeOf(input(i)) != onnx::TensorProto::BOOL)
       return error() << "input " << i << " must be a boolean tensor";
-  auto boolean = [&](bool value) {
-    ImportedValue constant;
-    constant.known = HostTensor::zeros(onnx::TensorProto::BOOL, {});
-    constant.known->setInteger(0, value);
-    return graph.materialize(constant, loc);
-  };
+  auto boolean = [&](bool value) { return scalar(onnx::TensorProto::BOOL, value); };
   Value x = operand(0);
   Value onTrue = op == "Or" ? boolean(true) : op == "Not" ? boolean(false) : operand(1);
   Value onFalse = op == "And" ? boolean(false) : op == "Not" ? boolean(true) : operand(1);
@@ -430,22 +447,15 @@ LogicalResult NodeImporter::gemm() {
     return failure();
   Type type = tensorType(*out, a);
   Value result = b.create<MatmulOp>(loc, type, a, bMat, Value(), transA, transB);
-  auto scalar = [&](double v) {
-    HostTensor t = HostTensor::zeros(graph.dataTypeOf(input(0)), {});
-    t.set(0, v);
-    ImportedValue iv;
-    iv.known = t;
-    return graph.materialize(iv, loc);
-  };
   if (alpha != 1.0)
-    result = b.create<MulOp>(loc, type, result, scalar(alpha));
+    result = b.create<MulOp>(loc, type, result, scalar(graph.dataTypeOf(input(0)), alpha));
   if (has(2)) {
     if (!broadcastsTo(shape(2), *out))
       return error() << "C " << formatShape(shape(2)) << " does not broadcast to "
                      << formatShape(*out);
     Value c = operand(2);
     if (beta != 1.0)
-      c = b.create<MulOp>(loc, c.getType(), c, scalar(beta));
+      c = b.create<MulOp>(loc, c.getType(), c, scalar(graph.dataTypeOf(input(0)), beta));
     result = b.create<AddOp>(loc, type, result, c);
   }
   return produce(0, result);
@@ -499,12 +509,8 @@ LogicalResult NodeImporter::reduce() {
 LogicalResult NodeImporter::layerNormalization() {
   if (!has(0) || !has(1))
     return error() << "needs X and Scale";
-  FailureOr<int64_t> axis = normalizeAxis(attrInt("axis", -1), rank(0));
-  if (failed(axis))
+  if (failed(requireLastAxisNorm()))
     return failure();
-  if (*axis != rank(0) - 1)
-    return error() << "normalizes from axis " << *axis
-                   << "; mt supports normalizing the last axis only";
   for (int i = 1; i < node.output_size(); ++i)
     if (!node.output(i).empty())
       return error() << "output " << i << " (Mean/InvStdDev) is not supported";
@@ -520,14 +526,8 @@ LogicalResult NodeImporter::layerNormalization() {
 LogicalResult NodeImporter::rmsNormalization() {
   if (!has(0) || !has(1))
     return error() << "needs X and scale";
-  if (failed(requireFloat(0)))
+  if (failed(requireFloat(0)) || failed(requireLastAxisNorm()))
     return failure();
-  FailureOr<int64_t> axis = normalizeAxis(attrInt("axis", -1), rank(0));
-  if (failed(axis))
-    return failure();
-  if (*axis != rank(0) - 1)
-    return error() << "normalizes from axis " << *axis
-                   << "; mt supports normalizing the last axis only";
   if (shape(1) != Shape{shape(0).back()})
     return error() << "scale must be [" << shape(0).back() << "], got " << formatShape(shape(1));
   Value x = operand(0), scale = operand(1);
@@ -581,16 +581,11 @@ LogicalResult NodeImporter::rotaryEmbedding() {
   FailureOr<HostTensor> cosTable = table(*cos), sinTable = table(*sin);
   if (failed(cosTable) || failed(sinTable))
     return failure();
-  auto constant = [&](const HostTensor &t) {
-    ImportedValue value;
-    value.known = t.castTo(graph.dataTypeOf(input(0)));
-    return graph.materialize(value, loc);
-  };
+  Value cosValue = constant(cosTable->castTo(graph.dataTypeOf(input(0))));
+  Value sinValue = constant(sinTable->castTo(graph.dataTypeOf(input(0))));
   Value in = operand(0);
   if (rotated == headSize)
-    return produce(0, b.create<RopeOp>(loc, in.getType(), in, constant(*cosTable),
-                                       constant(*sinTable))
-                          .getResult());
+    return produce(0, b.create<RopeOp>(loc, in.getType(), in, cosValue, sinValue).getResult());
   // Only the first `rotated` channels turn; the rest pass through.
   Shape starts{0, 0, 0, 0}, steps{1, 1, 1, 1}, middle = x, end = x;
   middle[3] = rotated;
@@ -599,8 +594,7 @@ LogicalResult NodeImporter::rotaryEmbedding() {
   FailureOr<Value> kept = slice(in, starts, end, steps);
   if (failed(turned) || failed(kept))
     return failure();
-  Value roped = b.create<RopeOp>(loc, turned->getType(), *turned, constant(*cosTable),
-                                 constant(*sinTable));
+  Value roped = b.create<RopeOp>(loc, turned->getType(), *turned, cosValue, sinValue);
   return produce(0, b.create<ConcatOp>(loc, in.getType(), ValueRange{roped, *kept}, 3)
                         .getResult());
 }
@@ -1141,10 +1135,8 @@ LogicalResult NodeImporter::gatherNd() {
                       "element a row) or read the data as a broadcast view; got indices "
                    << formatShape(indices->shape);
   indices->shape.pop_back();
-  ImportedValue picked;
-  picked.known = *indices;
   Value in = operand(0);
-  Value index = graph.materialize(picked, loc);
+  Value index = constant(*indices);
   FailureOr<Shape> out = gatherShape(data, indices->shape, 0, [&] { return error(); });
   if (failed(out))
     return failure();
@@ -1235,10 +1227,9 @@ LogicalResult NodeImporter::cumSum() {
   bool isFloat = llvm::isa<FloatType>(element);
   auto f32 = RankedTensorType::get(shape(0), b.getF32Type());
   Value x = isFloat ? in : b.create<CastOp>(loc, f32, in).getResult();
-  ImportedValue ones;
-  ones.known = triangle.castTo(isFloat ? graph.dataTypeOf(input(0)) : onnx::TensorProto::FLOAT);
-  Value sums = b.create<MatmulOp>(loc, x.getType(), x, graph.materialize(ones, loc), Value(),
-                                  false, false);
+  Value ones =
+      constant(triangle.castTo(isFloat ? graph.dataTypeOf(input(0)) : onnx::TensorProto::FLOAT));
+  Value sums = b.create<MatmulOp>(loc, x.getType(), x, ones, Value(), false, false);
   return produce(0, isFloat ? sums : b.create<CastOp>(loc, in.getType(), sums).getResult());
 }
 

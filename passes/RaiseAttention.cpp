@@ -129,21 +129,6 @@ Value unmaskedScores(Value masked, int64_t t) {
   return nullptr;
 }
 
-/// For scores times a scalar (or divided by one), the scores and the factor.
-std::pair<Value, double> unscaledScores(Value scaled) {
-  if (auto div = scaled.getDefiningOp<DivOp>())
-    if (std::optional<double> divisor = scalarConstant(div.getRhs()))
-      return {div.getLhs(), 1.0 / *divisor};
-  if (auto mul = scaled.getDefiningOp<MulOp>()) {
-    for (bool swapped : {false, true}) {
-      auto [scores, factor] = operandOrder(mul, swapped);
-      if (std::optional<double> scale = scalarConstant(factor))
-        return {scores, *scale};
-    }
-  }
-  return {scaled, 1.0};
-}
-
 /// For x times a scalar constant, x and the factor; else `value` and 1.
 std::pair<Value, double> unscaledOperand(Value value) {
   if (auto mul = value.getDefiningOp<MulOp>())
@@ -154,6 +139,14 @@ std::pair<Value, double> unscaledOperand(Value value) {
         return {x, *scale};
     }
   return {value, 1.0};
+}
+
+/// For scores times a scalar (or divided by one), the scores and the factor.
+std::pair<Value, double> unscaledScores(Value scaled) {
+  if (auto div = scaled.getDefiningOp<DivOp>())
+    if (std::optional<double> divisor = scalarConstant(div.getRhs()))
+      return {div.getLhs(), 1.0 / *divisor};
+  return unscaledOperand(scaled);
 }
 
 /// For k^T [B, H, D, S] written as a transpose of k [B, H, S, D] (of any 4-D tensor, or of
