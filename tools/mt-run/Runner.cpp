@@ -66,14 +66,15 @@ void checkOutput(const std::string &flag, const std::string &path, const plan::P
                  const std::string &planPath, const std::string &planDir) {
   if (path.empty())
     return;
-  std::string folder = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  if (access(folder.empty() ? "/" : folder.c_str(), W_OK) != 0)
+  size_t slash = path.rfind('/');
+  std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (access(folder.c_str(), W_OK) != 0)
     throw std::runtime_error(flag + " " + path + ": the folder " + folder +
                              " does not exist or is not writable");
-  char *resolved = realpath(folder.empty() ? "/" : folder.c_str(), nullptr);
-  std::string target =
-      std::string(resolved ? resolved : folder) + "/" + path.substr(path.rfind('/') + 1);
+  char *resolved = realpath(folder.c_str(), nullptr);
+  std::string target = std::string(resolved ? resolved : folder);
   std::free(resolved);
+  target += (target.back() == '/' ? "" : "/") + path.substr(slash + 1);
   auto is = [&](const std::string &file) {
     char *existing = realpath(file.c_str(), nullptr);
     bool same = existing && target == std::string(existing);
@@ -284,8 +285,8 @@ int train(const Options &options) {
     weights.push_back(p.master);
   // A language model takes input_ids and targets (".m" per layer-major micro-batch), and an
   // attention_mask if it was exported with one: 0 at --pad-token-id, else all ones (packed
-  // sequences);
-  // a test graph's integer inputs of other names each take the stream's next tokens.
+  // sequences); a test graph's integer inputs of other names each take the stream's next
+  // tokens.
   bool languageModel = std::any_of(
       plan.step().inputs().begin(), plan.step().inputs().end(), [](const plan::Input &input) {
         return input.name() == "input_ids" || input.name() == "input_ids.0";
