@@ -646,7 +646,7 @@ LogicalResult NodeImporter::attention() {
                                         [&] { return error(); });
   if (failed(out))
     return failure();
-  return produce(0, b.create<AttentionOp>(loc, tensorType(*out, q), q, k, v,
+  return produce(0, b.create<AttentionOp>(loc, tensorType(*out, q), q, k, v, Value(),
                                           b.getF64FloatAttr(scale),
                                           causal ? b.getUnitAttr() : UnitAttr())
                         .getResult());

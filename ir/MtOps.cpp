@@ -3,6 +3,7 @@
 
 #include "ir/ShapeRules.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
@@ -250,12 +251,31 @@ LogicalResult RopeOp::verify() {
   return verifyResultShape(*this, Shape(input));
 }
 
+/// Key lengths, where given, are one per sequence of the batch.
+static LogicalResult verifyKeyLengths(Operation *op, Value keyLengths, Value query) {
+  if (!keyLengths || shapeOf(query).empty() ||
+      shapeOf(keyLengths) == llvm::ArrayRef<int64_t>{shapeOf(query).front()})
+    return success();
+  return op->emitOpError("key_lengths ")
+         << formatShape(shapeOf(keyLengths)) << " should be one per sequence, ["
+         << shapeOf(query).front() << "]";
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifySameElementType(*this, {getQuery(), getKey(), getValue()})))
+    return failure();
+  if (failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())))
     return failure();
   return verifyResultShape(*this, attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
                                                  shapeOf(getValue()), getCausal(),
                                                  [&] { return emitOpError(); }));
+}
+
+LogicalResult KeyLengthsOp::verify() {
+  llvm::ArrayRef<int64_t> mask = shapeOf(getMask());
+  if (mask.size() != 2)
+    return emitOpError("mask must be [batch, keys], got ") << formatShape(mask);
+  return verifyResultShape(*this, Shape{mask[0]});
 }
 
 LogicalResult CrossEntropyOp::verify() {
@@ -328,6 +348,33 @@ LogicalResult GatherOp::verify() {
                                               getAxis(), [&] { return emitOpError(); }));
 }
 
+namespace {
+
+/// A gather along axis 0 whose constant indices are 0, 1, ..., n-1 in row-major order (the legacy
+/// exporter reads a padding mask [B*S, 1] back as [B, 1, 1, S, 1] so) is a reshape.
+struct IdentityGather : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GatherOp gather, PatternRewriter &rewriter) const override {
+    DenseIntElementsAttr indices;
+    if (gather.getAxis() != 0 || !matchPattern(gather.getIndices(), m_Constant(&indices)) ||
+        indices.getNumElements() != shapeOf(gather.getInput()).front())
+      return failure();
+    int64_t expected = 0;
+    for (const APInt &index : indices.getValues<APInt>())
+      if (index.getSExtValue() != expected++)
+        return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(gather, gather.getType(), gather.getInput());
+    return success();
+  }
+};
+
+} // namespace
+
+void GatherOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<IdentityGather>(context);
+}
+
 //===----------------------------------------------------------------------===//
 // Gradients
 //===----------------------------------------------------------------------===//
@@ -378,7 +425,7 @@ LogicalResult AttentionGradOp::verify() {
   FailureOr<Shape> out = attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
                                         shapeOf(getValue()), getCausal(),
                                         [&] { return emitOpError(); });
-  if (failed(out))
+  if (failed(out) || failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())))
     return failure();
   if (shapeOf(getGrad()) != llvm::ArrayRef<int64_t>(*out))
     return emitOpError("grad shape ") << formatShape(shapeOf(getGrad())) << " should be "

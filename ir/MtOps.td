@@ -360,18 +360,39 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
     softmax(scale * query @ key^T + mask) @ value, where the mask hides future positions
     when `causal` is set. query [B, Hq, T, D], key [B, Hkv, S, D], value [B, Hkv, S, Dv]:
     Hkv divides Hq and query head h reads key/value head h / (Hq / Hkv). Result [B, Hq, T, Dv].
+    With `key_lengths` [B] (integers), sequence b attends to its first key_lengths[b] keys
+    only: the keys after them are right padding. A row that sees no key is zero.
 
     ```mlir
     %0 = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
+    %1 = mt.attention %q, %k, %v key_lengths %n scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2xi64>) -> tensor<2x4x16x8xf32>
     ```
   }];
   let arguments = (ins MT_FloatTensor:$query, MT_FloatTensor:$key, MT_FloatTensor:$value,
-                       F64Attr:$scale, UnitAttr:$causal);
+                       Optional<MT_IndexTensor>:$key_lengths, F64Attr:$scale,
+                       UnitAttr:$causal);
   let results = (outs MT_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `scale` `=` $scale (`causal` $causal^)? attr-dict
-    `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`key_lengths` $key_lengths^)? `scale` `=` $scale
+    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
+}
+
+def MT_KeyLengthsOp : MT_Op<"key_lengths", [Pure]> {
+  let summary = "the length of each sequence of a right-padded key mask";
+  let description = [{
+    mask [B, S] (integers or booleans, nonzero where a key is a token) -> [B] i64: the
+    number of leading nonzero entries of each row. For a right-padded mask (each row ones
+    then zeros) that is the count of its tokens, which mt.attention's `key_lengths` takes.
+
+    ```mlir
+    %0 = mt.key_lengths %mask : tensor<2x16xi64> -> tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1, I8, I32, I64]>:$mask);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$mask attr-dict `:` type($mask) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -485,6 +506,7 @@ def MT_GatherOp : MT_Op<"gather", [Pure]> {
     $input `,` $indices `axis` `=` $axis attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 include "ir/MtGradOps.td"

@@ -95,6 +95,9 @@ std::optional<std::pair<Value, double>> plusEpsilon(Value value) {
 }
 
 std::optional<WeightedNormalization> matchWeightedNormalization(MulOp mul) {
+  // A product of scalars has no last axis to normalize over.
+  if (mul.getType().getRank() == 0)
+    return std::nullopt;
   for (bool swapped : {false, true}) {
     auto [weight, normalized] = operandOrder(mul, swapped);
     if (!isChannelVector(weight, lastDim(mul)))

@@ -101,32 +101,115 @@ bool isTriangular(Value mask, int64_t t,
 
 bool isMaskedScore(const APFloat &value) { return value.convertToDouble() <= kMaskedScore; }
 
-/// For scores after a causal mask, the scores before it; null when no causal mask applies.
-Value unmaskedScores(Value masked, int64_t t) {
+/// Which scores a mask keeps: those at or below the diagonal when `causal`, and where a
+/// right-padded mask input [B, S] is set, those of each sequence's first tokens.
+struct Mask {
+  bool causal = false;
+  BlockArgument padding = nullptr;
+};
+
+/// A function's integer input [B, S] read as booleans [B, 1, 1, S] (a cast to i1 and reshapes,
+/// which keep the row-major order) over scores [B, H, T, S]; else null.
+BlockArgument paddingInput(Value view, llvm::ArrayRef<int64_t> scores) {
+  if (llvm::cast<RankedTensorType>(view.getType()).getShape() !=
+      llvm::ArrayRef<int64_t>{scores[0], 1, 1, scores[3]})
+    return nullptr;
+  Value source = view;
+  while (true) {
+    if (auto reshape = source.getDefiningOp<ReshapeOp>())
+      source = reshape.getInput();
+    else if (auto cast = source.getDefiningOp<CastOp>();
+             cast && getElementTypeOrSelf(cast.getType()).isInteger(1) &&
+             llvm::isa<IntegerType>(getElementTypeOrSelf(cast.getInput().getType())))
+      source = cast.getInput();
+    else
+      break;
+  }
+  auto input = llvm::dyn_cast<BlockArgument>(source);
+  if (!input || !llvm::isa<func::FuncOp>(input.getOwner()->getParentOp()) ||
+      !llvm::isa<IntegerType>(getElementTypeOrSelf(input.getType())) ||
+      llvm::cast<RankedTensorType>(input.getType()).getShape() !=
+          llvm::ArrayRef<int64_t>{scores[0], scores[3]})
+    return nullptr;
+  return input;
+}
+
+/// The mask of `keep` (true where a score counts, over scores [B, H, T, T]): the causal triangle, a
+/// padding input, or both joined as where(x, y, false); else nothing.
+std::optional<Mask> keptScores(Value keep, llvm::ArrayRef<int64_t> scores) {
+  auto isCausal = [&](Value value) {
+    return isTriangular(value, scores[3], [](int64_t i, int64_t j, const APFloat &v) {
+      return (j <= i) == !v.isZero();
+    });
+  };
+  if (isCausal(keep))
+    return Mask{true};
+  if (BlockArgument padding = paddingInput(keep, scores))
+    return Mask{false, padding};
+  auto both = keep.getDefiningOp<WhereOp>();
+  if (!both || !isScalarConstant(both.getFalseValue(), 0.0))
+    return std::nullopt;
+  for (bool swapped : {false, true}) {
+    Value triangle = swapped ? both.getTrueValue() : both.getCondition();
+    Value view = swapped ? both.getCondition() : both.getTrueValue();
+    if (BlockArgument padding = paddingInput(view, scores); padding && isCausal(triangle))
+      return Mask{true, padding};
+  }
+  return std::nullopt;
+}
+
+/// For masked scores [B, H, T, T], the scores before the mask and what it keeps; nothing when no
+/// mask (or one of another kind) applies.
+std::optional<std::pair<Value, Mask>> unmaskedScores(Value masked) {
+  llvm::ArrayRef<int64_t> shape = llvm::cast<RankedTensorType>(masked.getType()).getShape();
+  if (shape[2] != shape[3])
+    return std::nullopt;
+  // A fill where not kept, as the scores' own where(keep, scores, fill) or an added where(keep, 0,
+  // fill); either mirrored.
+  auto filled = [&](WhereOp where, auto &&kept) -> std::optional<Mask> {
+    for (bool keepFirst : {true, false}) {
+      Value fill = keepFirst ? where.getFalseValue() : where.getTrueValue();
+      Value other = keepFirst ? where.getTrueValue() : where.getFalseValue();
+      std::optional<double> fillValue = scalarConstant(fill);
+      if (!fillValue || *fillValue > kMaskedScore || !kept(other))
+        continue;
+      if (keepFirst)
+        return keptScores(where.getCondition(), shape);
+      // Mirrored: only the causal triangle, whose complement is a constant too.
+      if (isTriangular(where.getCondition(), shape[3], [](int64_t i, int64_t j, const APFloat &v) {
+            return (j <= i) == v.isZero();
+          }))
+        return Mask{true};
+    }
+    return std::nullopt;
+  };
   if (auto add = masked.getDefiningOp<AddOp>()) {
     for (bool swapped : {false, true}) {
       auto [scores, mask] = operandOrder(add, swapped);
-      if (isTriangular(mask, t, [](int64_t i, int64_t j, const APFloat &v) {
+      if (isTriangular(mask, shape[3], [](int64_t i, int64_t j, const APFloat &v) {
             return j <= i ? v.isZero() : isMaskedScore(v);
           }))
-        return scores;
+        return std::make_pair(scores, Mask{true});
+      auto where = mask.getDefiningOp<WhereOp>();
+      if (!where || llvm::cast<RankedTensorType>(scores.getType()).getShape() != shape)
+        continue;
+      if (std::optional<Mask> kept =
+              filled(where, [](Value zero) { return isScalarConstant(zero, 0.0); }))
+        return std::make_pair(scores, *kept);
     }
+    return std::nullopt;
   }
   auto where = masked.getDefiningOp<WhereOp>();
+  Value scores;
   if (!where)
-    return nullptr;
-  // where(keep, scores, fill) with keep on and below the diagonal, or its mirror image.
-  for (bool keepFirst : {true, false}) {
-    Value scores = keepFirst ? where.getTrueValue() : where.getFalseValue();
-    Value fill = keepFirst ? where.getFalseValue() : where.getTrueValue();
-    std::optional<double> fillValue = scalarConstant(fill);
-    if (fillValue && *fillValue <= kMaskedScore &&
-        isTriangular(where.getCondition(), t, [&](int64_t i, int64_t j, const APFloat &v) {
-          return (j <= i) == (keepFirst != v.isZero());
-        }))
-      return scores;
-  }
-  return nullptr;
+    return std::nullopt;
+  std::optional<Mask> kept = filled(where, [&](Value value) {
+    scores = value;
+    return llvm::cast<RankedTensorType>(value.getType()).getShape() == shape;
+  });
+  if (!kept)
+    return std::nullopt;
+  return std::make_pair(scores, *kept);
 }
 
 /// For x times a scalar constant, x and the factor; else `value` and 1.
@@ -183,6 +266,27 @@ Value unguarded(Value value) {
   return value;
 }
 
+/// The lengths of the sequences of a padding input, computed once, before `use` and every
+/// other attention that reads them. Lengths stand for the mask only when each row is ones
+/// then zeros, so the input is marked `mt.right_padded`: the plan records it and the runtime
+/// refuses any other mask.
+Value keyLengthsOf(BlockArgument padding, Operation *use, PatternRewriter &rewriter) {
+  for (Operation *user : padding.getUsers())
+    if (auto lengths = llvm::dyn_cast<KeyLengthsOp>(user)) {
+      // Patterns run in no particular order: the first use in the block decides.
+      if (use->isBeforeInBlock(lengths))
+        rewriter.moveOpBefore(lengths, use);
+      return lengths;
+    }
+  auto function = llvm::cast<func::FuncOp>(padding.getOwner()->getParentOp());
+  rewriter.modifyOpInPlace(function, [&] {
+    function.setArgAttr(padding.getArgNumber(), "mt.right_padded", rewriter.getUnitAttr());
+  });
+  int64_t batch = llvm::cast<RankedTensorType>(padding.getType()).getDimSize(0);
+  return rewriter.create<KeyLengthsOp>(
+      padding.getLoc(), RankedTensorType::get({batch}, rewriter.getI64Type()), padding);
+}
+
 struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -191,13 +295,11 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
     if (!softmax || output.getTransposeLhs() || output.getTransposeRhs() || output.getAddend() ||
         softmax.getAxis() != softmax.getType().getRank() - 1 || softmax.getType().getRank() != 4)
       return rewriter.notifyMatchFailure(output, "not softmax(scores) @ v over 4-D heads");
-    int64_t t = softmax.getType().getShape().back();
     Value scores = softmax.getInput();
-    bool causal = false;
-    if (Value unmasked = unmaskedScores(scores, t)) {
-      scores = unmasked;
-      causal = true;
-    }
+    Mask mask;
+    if (std::optional<std::pair<Value, Mask>> unmasked = unmaskedScores(scores))
+      std::tie(scores, mask) = *unmasked;
+    bool causal = mask.causal;
     auto [raw, scale] = unscaledScores(scores);
     auto product = raw.getDefiningOp<MatmulOp>();
     // A mask that is not causal (or any other op on the scores) stops the match here.
@@ -227,10 +329,10 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
         return rewriter.notifyMatchFailure(output, "q, k, v shapes do not form attention");
     }
     Location loc = output.getLoc();
-    rewriter.replaceOpWithNewOp<AttentionOp>(output, output.getType(), query,
-                                             key.build(rewriter, loc), value.build(rewriter, loc),
-                                             rewriter.getF64FloatAttr(scale),
-                                             causal ? rewriter.getUnitAttr() : UnitAttr());
+    Value keyLengths = mask.padding ? keyLengthsOf(mask.padding, output, rewriter) : Value();
+    rewriter.replaceOpWithNewOp<AttentionOp>(
+        output, output.getType(), query, key.build(rewriter, loc), value.build(rewriter, loc),
+        keyLengths, rewriter.getF64FloatAttr(scale), causal ? rewriter.getUnitAttr() : UnitAttr());
     return success();
   }
 };

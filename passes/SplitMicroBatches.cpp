@@ -50,6 +50,8 @@ struct SplitMicroBatchesPass : mt::impl::SplitMicroBatchesPassBase<SplitMicroBat
         copies[m].map(forward.getArgument(a), body->getArgument(m * arguments + a));
         auto name = forward.getArgAttrOfType<StringAttr>(a, "mt.name");
         std::string base = name ? name.str() : "input" + std::to_string(a);
+        if (DictionaryAttr attributes = forward.getArgAttrDict(a))
+          split.setArgAttrs(m * arguments + a, attributes);
         split.setArgAttr(m * arguments + a, "mt.name",
                          b.getStringAttr(base + "." + std::to_string(m)));
       }

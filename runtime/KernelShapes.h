@@ -151,6 +151,19 @@ inline std::string attentionExtents(const std::vector<int64_t> &q, const std::ve
   return "";
 }
 
+/// Why `lengths` (shape `shape`, host values, or null when they lie on the device) are not key
+/// lengths of attention `a`: one per sequence, each within [0, keys]; empty if they are.
+inline std::string keyLengthsError(const std::vector<int64_t> &shape, const AttentionExtents &a,
+                                   const int64_t *lengths) {
+  if (shape != std::vector<int64_t>{a.batch})
+    return "key_lengths must be one per sequence, [" + std::to_string(a.batch) + "]";
+  for (int64_t b = 0; lengths && b < a.batch; ++b)
+    if (lengths[b] < 0 || lengths[b] > a.keys)
+      return "key length " + std::to_string(lengths[b]) + " of sequence " + std::to_string(b) +
+             " is not within [0, " + std::to_string(a.keys) + "]";
+  return "";
+}
+
 } // namespace mt
 
 #endif // MT_RUNTIME_KERNELSHAPES_H

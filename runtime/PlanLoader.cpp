@@ -176,4 +176,29 @@ plan::Plan loadPlan(const std::string &path) {
   return plan;
 }
 
+const std::vector<int64_t> &stepInput(const plan::Program &program, const plan::Input &input,
+                                      const std::map<std::string, std::vector<int64_t>> &inputs) {
+  const plan::TensorType &type = program.values(input.value()).type();
+  int64_t count = numElements(type);
+  auto it = inputs.find(input.name());
+  if (it == inputs.end() || static_cast<int64_t>(it->second.size()) != count)
+    throw std::runtime_error("the step needs input '" + input.name() + "' of " +
+                             std::to_string(count) + " tokens");
+  if (!input.right_padded())
+    return it->second;
+  // Attention reads this mask as each sequence's length, which stands for it only when the tokens
+  // come first and the padding after them.
+  int64_t length = type.shape_size() == 2 ? type.shape(1) : 0;
+  for (int64_t i = 0; length > 0 && i < count; ++i) {
+    bool token = it->second[i] != 0, first = i % length == 0;
+    if ((first && !token) || (!first && token && it->second[i - 1] == 0))
+      throw std::runtime_error(
+          "input '" + input.name() + "': row " + std::to_string(i / length) +
+          (first ? " starts with padding"
+                 : " has a token after padding (position " + std::to_string(i % length) + ")") +
+          "; the plan reads it as right padding (each row ones, then zeros)");
+  }
+  return it->second;
+}
+
 } // namespace mt

@@ -5,7 +5,10 @@
 
 #include "plan/plan.pb.h"
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace mt {
 
@@ -14,6 +17,12 @@ std::string readFileBytes(const std::string &path, const std::string &what);
 
 /// The plan at `path`; throws std::runtime_error naming the file and the first problem.
 plan::Plan loadPlan(const std::string &path);
+
+/// The values fed to `input` of `program` out of `inputs` (by name), checked before any
+/// work: as many as its shape holds, and for a right-padded mask, each row nonzero then
+/// zero from a nonzero start. Throws std::runtime_error naming the input and the row.
+const std::vector<int64_t> &stepInput(const plan::Program &program, const plan::Input &input,
+                                      const std::map<std::string, std::vector<int64_t>> &inputs);
 
 /// Bytes per element of a dtype as stored in files and constants (booleans take one byte).
 int64_t bytesPerElement(plan::DType dtype);

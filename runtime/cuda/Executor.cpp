@@ -471,13 +471,10 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
   const plan::Program &program = plan.step();
   for (const plan::Input &input : program.inputs()) {
     const DeviceTensor &slot = step->values[input.value()];
-    auto it = inputs.find(input.name());
-    if (it == inputs.end() || static_cast<int64_t>(it->second.size()) != slot.size())
-      throw CudaError("the step needs input '" + input.name() + "' of " +
-                      std::to_string(slot.size()) + " tokens");
+    const std::vector<int64_t> &values = stepInput(program, input, inputs);
     // On the compute stream, which every use follows: a blocking copy from pageable memory
     // may return before its data land, and the executor's streams do not wait for it.
-    MT_CUDA_CHECK(cudaMemcpyAsync(slot.data, it->second.data(), slot.bytes(),
+    MT_CUDA_CHECK(cudaMemcpyAsync(slot.data, values.data(), slot.bytes(),
                                   cudaMemcpyHostToDevice, streams[1]));
   }
 

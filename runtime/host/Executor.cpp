@@ -156,11 +156,7 @@ std::vector<HostTensor<T>> Executor<T>::tokenInputs(
   std::vector<HostTensor<T>> tokens;
   for (const plan::Input &input : step.inputs()) {
     HostTensor<T> tensor = emptyTensor<T>(step.values(input.value()).type());
-    auto it = inputs.find(input.name());
-    if (it == inputs.end() || static_cast<int64_t>(it->second.size()) != tensor.size())
-      throw KernelError("the step needs input '" + input.name() + "' of " +
-                        std::to_string(tensor.size()) + " tokens");
-    tensor.ints = it->second;
+    tensor.ints = stepInput(step, input, inputs);
     tokens.push_back(std::move(tensor));
   }
   return tokens;

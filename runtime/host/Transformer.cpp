@@ -65,20 +65,34 @@ struct AttentionShape {
   int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
   double scale;
   bool causal;
+  const int64_t *keyLengths; // each sequence's keys (the rest is padding); null: all
 
   int64_t kvHead(int64_t head) const { return head / (queryHeads / kvHeads); }
-  int64_t visible(int64_t query) const { return causal ? std::min(keys, query + 1) : keys; }
+  /// Keys [0, visible) that query `query` of sequence `b` attends to.
+  int64_t visible(int64_t b, int64_t query) const {
+    int64_t seen = causal ? std::min(keys, query + 1) : keys;
+    return keyLengths ? std::min(seen, keyLengths[b]) : seen;
+  }
 };
 
+/// The attention's shape; its key lengths, if any, are operand `lengthsOperand`.
 template <typename T>
-AttentionShape attentionShape(const Args<T> &args) {
+AttentionShape attentionShape(const Args<T> &args, size_t lengthsOperand) {
   AttentionExtents e{};
   if (std::string error =
           attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
       !error.empty())
     args.fail(error);
-  return {e.batch, e.queryHeads, e.kvHeads, e.queries, e.keys, e.depth, e.valueDepth,
-          args.attrFloat("scale"), args.flag("causal")};
+  AttentionShape a{e.batch,  e.queryHeads, e.kvHeads, e.queries, e.keys, e.depth,
+                   e.valueDepth, args.attrFloat("scale"), args.flag("causal"), nullptr};
+  if (args.operands.size() > lengthsOperand) {
+    const std::vector<int64_t> &lengths = args.ints(lengthsOperand);
+    if (std::string error = keyLengthsError(args.in(lengthsOperand).shape, e, lengths.data());
+        !error.empty())
+      args.fail(error);
+    a.keyLengths = lengths.data();
+  }
+  return a;
 }
 
 /// `count` rows of `width` elements, transposed into double [width, count].
@@ -94,8 +108,8 @@ void transposeToDouble(const T *rows, int64_t count, int64_t width, std::vector<
 /// (double [depth, keys]) and returns visible.
 template <typename T>
 int64_t probabilities(const AttentionShape &a, const T *query, const std::vector<double> &keysT,
-                      int64_t row, double *p) {
-  int64_t visible = a.visible(row);
+                      int64_t b, int64_t row, double *p) {
+  int64_t visible = a.visible(b, row);
   std::fill(p, p + visible, 0.0);
   for (int64_t c = 0; c < a.depth; ++c) {
     double qc = static_cast<double>(query[c]);
@@ -116,8 +130,8 @@ int64_t probabilities(const AttentionShape &a, const T *query, const std::vector
 
 template <typename T>
 void attention(const Args<T> &args) {
-  args.expectCounts(3, 3, 1);
-  AttentionShape a = attentionShape(args);
+  args.expectCounts(3, 4, 1);
+  AttentionShape a = attentionShape(args, 3);
   if (args.out(0).shape != Shape{a.batch, a.queryHeads, a.queries, a.valueDepth})
     args.fail("the result is not [batch, query heads, queries, value depth]");
   const T *q = args.reals(0).data(), *k = args.reals(1).data(), *v = args.reals(2).data();
@@ -132,7 +146,7 @@ void attention(const Args<T> &args) {
       const T *values = v + kv * a.keys * a.valueDepth;
       for (int64_t i = 0; i < a.queries; ++i) {
         int64_t visible =
-            probabilities(a, q + (task * a.queries + i) * a.depth, keysT, i, p.data());
+            probabilities(a, q + (task * a.queries + i) * a.depth, keysT, b, i, p.data());
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < visible; ++j)
           for (int64_t c = 0; c < a.valueDepth; ++c)
@@ -147,8 +161,8 @@ void attention(const Args<T> &args) {
 
 template <typename T>
 void attentionGrad(const Args<T> &args) {
-  args.expectCounts(4, 4, 3);
-  AttentionShape a = attentionShape(args);
+  args.expectCounts(4, 5, 3);
+  AttentionShape a = attentionShape(args, 4);
   if (args.in(3).shape != Shape{a.batch, a.queryHeads, a.queries, a.valueDepth})
     args.fail("the grad is not [batch, query heads, queries, value depth]");
   for (size_t r = 0; r < 3; ++r)
@@ -175,7 +189,7 @@ void attentionGrad(const Args<T> &args) {
       for (int64_t i = 0; i < a.queries; ++i) {
         const T *query = q + (task * a.queries + i) * a.depth;
         const T *grad = g + (task * a.queries + i) * a.valueDepth;
-        int64_t visible = probabilities(a, query, keysT, i, p.data());
+        int64_t visible = probabilities(a, query, keysT, b, i, p.data());
         std::fill(dp.begin(), dp.begin() + visible, 0.0);
         for (int64_t c = 0; c < a.valueDepth; ++c) {
           double gc = static_cast<double>(grad[c]);
@@ -216,6 +230,23 @@ void attentionGrad(const Args<T> &args) {
   sumHeads(dvHeads, valueSize, args.realResult(2));
 }
 
+/// mt.key_lengths: each row's leading nonzero entries.
+template <typename T>
+void keyLengths(const Args<T> &args) {
+  args.expectCounts(1, 1, 1);
+  const Shape &mask = args.in(0).shape;
+  if (mask.size() != 2 || args.out(0).shape != Shape{mask[0]})
+    args.fail("the mask is not [batch, keys] or the result not [batch]");
+  const std::vector<int64_t> &m = args.ints(0);
+  std::vector<int64_t> &lengths = args.out(0).ints;
+  for (int64_t b = 0; b < mask[0]; ++b) {
+    int64_t n = 0;
+    while (n < mask[1] && m[b * mask[1] + n] != 0)
+      ++n;
+    lengths[b] = n;
+  }
+}
+
 } // namespace
 
 template <typename T>
@@ -225,6 +256,7 @@ void addTransformerKernels(KernelMap<T> &kernels) {
   kernels["mt.rope_grad"] = [](const Args<T> &args) { rope(args, true); };
   kernels["mt.attention"] = attention<T>;
   kernels["mt.attention_grad"] = attentionGrad<T>;
+  kernels["mt.key_lengths"] = keyLengths<T>;
 }
 
 template void addTransformerKernels<float>(KernelMap<float> &);

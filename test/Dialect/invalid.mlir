@@ -261,6 +261,24 @@ func.func @attention_rank(%q: tensor<4x16x8xf32>) -> tensor<4x16x8xf32> {
 
 // -----
 
+// Tests that key lengths are one per sequence of the batch.
+func.func @attention_key_lengths(%q: tensor<2x4x16x8xf32>, %n: tensor<4xi64>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+1 {{key_lengths [4] should be one per sequence, [2]}}
+  %0 = mt.attention %q, %q, %q key_lengths %n scale = 0.5 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<4xi64>) -> tensor<2x4x16x8xf32>
+  return %0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+// Tests that mt.key_lengths reads a mask [batch, keys] into one length per sequence.
+func.func @key_lengths_rank(%m: tensor<2x4x16xi64>) -> tensor<2xi64> {
+  // expected-error @+1 {{mask must be [batch, keys], got [2, 4, 16]}}
+  %0 = mt.key_lengths %m : tensor<2x4x16xi64> -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
 // Tests that cross_entropy targets must be the logits' shape without the vocabulary axis.
 func.func @cross_entropy_targets(%l: tensor<2x16x96xf32>, %t: tensor<2x96xi64>) -> tensor<f32> {
   // expected-error @+1 {{targets [2, 96] must be the logits' shape [2, 16, 96] without its last (vocabulary) axis}}

@@ -160,3 +160,19 @@ func.func @reshape_chain_shared(%x: tensor<2x16x32xf32>) -> (tensor<32x32xf32>, 
   %b = mt.reshape %a : tensor<2x16x4x8xf32> -> tensor<32x32xf32>
   return %b, %a : tensor<32x32xf32>, tensor<2x16x4x8xf32>
 }
+
+// -----
+
+// Tests that a gather along axis 0 of indices 0..n-1 in order (the legacy exporter's read of
+// a padding mask) becomes a reshape, and that one of other indices stays a gather.
+// CHECK-LABEL: func.func @identity_gather
+// CHECK-SAME: (%[[X:.*]]: tensor<8x1xi1>)
+// CHECK: %[[Y:.*]] = mt.reshape %[[X]] : tensor<8x1xi1> -> tensor<2x1x1x4x1xi1>
+// CHECK: mt.gather %[[X]]
+func.func @identity_gather(%x: tensor<8x1xi1>) -> (tensor<2x1x1x4x1xi1>, tensor<2x1x1x4x1xi1>) {
+  %iota = mt.constant dense<[[[[0, 1, 2, 3]]], [[[4, 5, 6, 7]]]]> : tensor<2x1x1x4xi64>
+  %other = mt.constant dense<[[[[0, 1, 2, 3]]], [[[4, 5, 7, 6]]]]> : tensor<2x1x1x4xi64>
+  %y = mt.gather %x, %iota axis = 0 : (tensor<8x1xi1>, tensor<2x1x1x4xi64>) -> tensor<2x1x1x4x1xi1>
+  %z = mt.gather %x, %other axis = 0 : (tensor<8x1xi1>, tensor<2x1x1x4xi64>) -> tensor<2x1x1x4x1xi1>
+  return %y, %z : tensor<2x1x1x4x1xi1>, tensor<2x1x1x4x1xi1>
+}

@@ -308,3 +308,93 @@ func.func @imported_repeated_heads(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf
   %o = mt.attention %q, %kr, %vr scale = 5.000000e-01 causal : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// Tests attention under a padding mask built from an attention_mask input, as both torch
+// exporters write it: causal AND the input read as booleans [B, 1, 1, S], filled with the
+// float minimum where false, added to the scores, softmax's NaN guard after. It becomes
+// mt.attention with the input's key lengths, computed once for both attentions; the input
+// is marked right-padded, the contract under which lengths stand for the mask.
+// CHECK-LABEL: func.func @padding_mask
+// CHECK-SAME: %[[M:[^:]*]]: tensor<2x4xi64> {mt.name = "attention_mask", mt.right_padded}
+// CHECK: %[[N:.*]] = mt.key_lengths %[[M]] : tensor<2x4xi64> -> tensor<2xi64>
+// CHECK: %[[O:.*]] = mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_lengths %[[N]] scale = 0.3535{{[0-9]*}} causal
+// CHECK: mt.attention %[[O]], %{{.*}}, %{{.*}} key_lengths %[[N]] scale = 0.3535{{[0-9]*}} causal
+// CHECK-NOT: mt.key_lengths
+// CHECK-NOT: mt.softmax
+func.func @padding_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %mask: tensor<2x4xi64> {mt.name = "attention_mask"}) -> tensor<2x2x4x8xf32> {
+  %zero = mt.constant dense<0.0> : tensor<f32>
+  %min = mt.constant dense<-3.40282347E+38> : tensor<f32>
+  %false = mt.constant dense<false> : tensor<i1>
+  %scale = mt.constant dense<0.353553385> : tensor<f32>
+  %causal = mt.constant dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %bits = mt.cast %mask : tensor<2x4xi64> -> tensor<2x4xi1>
+  %keys = mt.reshape %bits : tensor<2x4xi1> -> tensor<2x1x1x4xi1>
+  %keep = mt.where %causal, %keys, %false : (tensor<1x1x4x4xi1>, tensor<2x1x1x4xi1>, tensor<i1>) -> tensor<2x1x4x4xi1>
+  %add = mt.where %keep, %zero, %min : (tensor<2x1x4x4xi1>, tensor<f32>, tensor<f32>) -> tensor<2x1x4x4xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %ss = mt.mul %s, %scale : (tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %u = mt.add %ss, %add : (tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<2x2x4x4xf32>
+  %nan = mt.is_nan %p : tensor<2x2x4x4xf32> -> tensor<2x2x4x4xi1>
+  %g = mt.where %nan, %zero, %p : (tensor<2x2x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %o = mt.matmul %g, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %s2 = mt.matmul %o, %k transpose_rhs : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %ss2 = mt.mul %s2, %scale : (tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %u2 = mt.add %add, %ss2 : (tensor<2x1x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p2 = mt.softmax %u2 axis = 3 : tensor<2x2x4x4xf32>
+  %o2 = mt.matmul %p2, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o2 : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// Tests a padding mask alone (no causal triangle), kept by where(keys, scores, fill): a
+// non-causal mt.attention with key lengths.
+// CHECK-LABEL: func.func @padding_only
+// CHECK: %[[N:.*]] = mt.key_lengths
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_lengths %[[N]] scale = 1.000000e+00 :
+func.func @padding_only(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %mask: tensor<2x4xi32>) -> tensor<2x2x4x8xf32> {
+  %min = mt.constant dense<-1.0e9> : tensor<f32>
+  %bits = mt.cast %mask : tensor<2x4xi32> -> tensor<2x4xi1>
+  %keys = mt.reshape %bits : tensor<2x4xi1> -> tensor<2x1x1x4xi1>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %u = mt.where %keys, %s, %min : (tensor<2x1x1x4xi1>, tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<2x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// Tests masks that key lengths cannot stand for, which stay unfused: one computed in the
+// graph (not an input the runtime can hold to right padding), and one over queries
+// ([B, 1, S, 1]) instead of keys.
+// CHECK-LABEL: func.func @computed_mask
+// CHECK-NOT: mt.attention
+// CHECK-NOT: mt.right_padded
+// CHECK: mt.softmax
+func.func @computed_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %x: tensor<2x4xf32>) -> tensor<2x2x4x8xf32> {
+  %min = mt.constant dense<-1.0e9> : tensor<f32>
+  %bits = mt.cast %x : tensor<2x4xf32> -> tensor<2x4xi1>
+  %keys = mt.reshape %bits : tensor<2x4xi1> -> tensor<2x1x1x4xi1>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %u = mt.where %keys, %s, %min : (tensor<2x1x1x4xi1>, tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<2x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+// CHECK-LABEL: func.func @query_mask
+// CHECK-NOT: mt.attention
+// CHECK: mt.softmax
+func.func @query_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %mask: tensor<2x4xi64>) -> tensor<2x2x4x8xf32> {
+  %min = mt.constant dense<-1.0e9> : tensor<f32>
+  %bits = mt.cast %mask : tensor<2x4xi64> -> tensor<2x4xi1>
+  %rows = mt.reshape %bits : tensor<2x4xi1> -> tensor<2x1x4x1xi1>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %u = mt.where %rows, %s, %min : (tensor<2x1x4x1xi1>, tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %p = mt.softmax %u axis = 3 : tensor<2x2x4x4xf32>
+  %o = mt.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}

@@ -1,7 +1,7 @@
 # Compiles and trains every model of the fixture zoo (scripts/make_zoo.py) and compares each
 # with PyTorch: the first loss within 1e-5 relative, every step's loss and gradient norm
 # within --tolerance. Every exported model must compile; attention must be fused wherever the
-# family's attention is causal softmax attention under a mask known at compile time. A model
+# family's attention is causal softmax attention (under a padding mask too). A model
 # with an attention_mask input also trains on a padded batch against PyTorch's padded run.
 # The zoo's models are gzipped (MODEL.onnx.gz); each is unpacked into the work folder.
 # Prints a line per model and, with --markdown, writes docs/MODELS.md's table.
@@ -19,10 +19,6 @@ import sys
 UNFUSED = {
     "gemma2": "attention logits soft-capped (tanh) before the softmax",
 }
-
-
-# Why attention under a padding mask computed from an attention_mask input is not fused yet.
-MASKED = "the padding mask is computed at run time; mt.attention takes causal masks only"
 
 
 def run(command):
@@ -72,7 +68,7 @@ def check_model(name, entry, args, reference):
     summary = json.loads(run([args.mtc, model, *inputs, "--summary=json"]).stdout)
     ops = summary["ops"]
     fused = ops.get("mt.attention", 0) > 0 and "mt.softmax" not in ops
-    unfused = UNFUSED.get(family) or (MASKED if entry["masked"] else None)
+    unfused = UNFUSED.get(family)
     row["opset"] = opset(model)
     row["fused attention"] = "yes" if fused else "no (" + (unfused or "not raised") + ")"
     row["raised"] = ", ".join(sorted(op[3:] for op in ops if op[3:] in RAISED))
@@ -148,10 +144,12 @@ NOTES = """
   with CumSum); mt compiles those ops (views, selects, a product with a triangle of ones),
   and mt-run feeds a mask of ones (packed sequences), or with `--pad-token-id` a mask that is
   0 at padding, whose targets then count for nothing in the loss (right padding, as
-  transformers' collators make it). Attention under that run-time mask is not fused yet:
-  the scores are materialized, as in PyTorch's eager attention. Left padding is refused: a
-  left-padded row attends to nothing, and there the exported graphs differ from PyTorch
-  (first loss 3e-4 off through the dynamo export's NaN guard, NaN through the legacy one).
+  transformers' collators make it). Attention under that mask is fused: mtc recognizes the
+  mask as the causal triangle and the input's padding, and attention reads the input as each
+  sequence's length (`mt.key_lengths`), which the plan holds to right padding (mt-run
+  refuses any other mask for it). Left padding is refused: a left-padded row attends to
+  nothing, and there the exported graphs differ from PyTorch (first loss 3e-4 off through
+  the dynamo export's NaN guard, NaN through the legacy one).
 - **The legacy exporter without a mask.** transformers 5's causal-mask code calls
   `torch.diff`, which torch's legacy exporter cannot write at opset 17: the exporter fails
   before mt sees a model. (OPT, which builds its mask otherwise, exports and trains.)
