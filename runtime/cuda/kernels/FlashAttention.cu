@@ -329,9 +329,10 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
   const float *cells = scores + cellRow * kScoreStride + cellHalf * 32;
   bf16 *weights = probs + cellRow * kProbStride + cellHalf * 32;
   const int64_t row = first + warp * kStrip + cellRow;
-  const int64_t visible = row < a.queries ? a.visible(row) : 0;
-  // Key tiles past what the block's last row sees (above the diagonal) are skipped.
-  const int64_t seen = a.visible(first + rows - 1);
+  const int64_t visible = row < a.queries ? a.visible(head, row) : 0;
+  // Key tiles past what the block's last row sees (above the diagonal, or padding) are
+  // skipped.
+  const int64_t seen = a.visible(head, first + rows - 1);
   float runningMax = -CUDART_INF_F, total = 0.0f;
   Accumulator acc[D / 16];
 #pragma unroll
@@ -416,8 +417,8 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
   const float *dotCells = dots + cellRow * kScoreStride + cellHalf * 32;
   bf16 *slopeCells = slopes + cellRow * kProbStride + cellHalf * 32;
   const int64_t row = first + warp * kStrip + cellRow;
-  const int64_t visible = row < a.queries ? a.visible(row) : 0;
-  const int64_t seen = a.visible(first + rows - 1);
+  const int64_t visible = row < a.queries ? a.visible(head, row) : 0;
+  const int64_t seen = a.visible(head, first + rows - 1);
 
   // Stages key tile t0 and leaves the strip's scores q.k_j and dots g.v_j against it in the
   // warp's buffers; returns how many of the lane's 32 columns of the tile its row sees.
@@ -515,6 +516,8 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
   const int64_t rowBlocks = tilesOf(a.keys);
   const int64_t kvHead = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kTile;
   const int rows = rowsBefore(a.keys - first, kTile);
+  // Keys from the sequence's length on are padding, seen by no query: zero gradients.
+  const int live = rowsBefore(a.keysOf(kvHead / a.kvHeads) - first, kTile);
   const Positions at = fragmentPositions(reinterpret_cast<float *>(probs));
   stageTile<D>(keys, k + (kvHead * a.keys + first) * D, rows);
   stageTile<D>(values, v + (kvHead * a.keys + first) * D, rows);
@@ -557,7 +560,7 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
         for (int i = 0; i < Accumulator::num_elements; ++i) {
           int key = strip * kStrip + at.row(i), query = from + at.col(i);
           float p = 0.0f, ds = 0.0f;
-          if (query < count && key < rows && key - query <= diagonal) {
+          if (query < count && key < live && key - query <= diagonal) {
             p = __expf(s.x[i] * a.scale - tileLse[query]);
             ds = p * (dp.x[i] - tileDelta[query]);
           }

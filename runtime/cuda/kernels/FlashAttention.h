@@ -16,11 +16,22 @@ struct AttentionDims {
   int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
   float scale;
   bool causal;
+  const int64_t *keyLengths; // on the device, each sequence's keys (then padding); null: all
 
-  /// Keys [0, visible) that query row `query` attends to. Causal aligns the first query
-  /// with the first key, as the host does: query i sees keys 0..i.
-  __host__ __device__ int64_t visible(int64_t query) const {
-    return causal && query + 1 < keys ? query + 1 : keys;
+  /// The keys of sequence `b` that are not padding.
+  __device__ int64_t keysOf(int64_t b) const {
+    if (!keyLengths)
+      return keys;
+    int64_t n = keyLengths[b];
+    return n < 0 ? 0 : n < keys ? n : keys;
+  }
+
+  /// Keys [0, visible) that query row `query` of query head `head` (over batch and heads)
+  /// attends to. Causal aligns the first query with the first key, as the host does: query
+  /// i sees keys 0..i.
+  __device__ int64_t visible(int64_t head, int64_t query) const {
+    int64_t length = keysOf(head / queryHeads);
+    return causal && query + 1 < length ? query + 1 : length;
   }
 
   /// The key/value head (over batch and heads) that query head `head` (over batch and
@@ -43,6 +54,10 @@ void allowSharedMemory(const KernelArgs &args, Kernel *kernel, size_t bytes) {
               " bytes of shared memory: " + cudaGetErrorString(status));
   }
 }
+
+/// The extents, scale and causality of mt.attention or mt.attention_grad (checked, failing
+/// naming the op), with the key lengths operand `lengthsOperand` if the command has it.
+AttentionDims attentionDims(const KernelArgs &args, size_t lengthsOperand);
 
 /// Enqueues mt.attention on tensor cores and returns true when they serve it: q, k and v
 /// bf16 and 16-byte aligned, one head depth of 64 or 128 for both. On false nothing ran.

@@ -13,6 +13,27 @@
 #include <vector>
 
 namespace mt::cuda {
+
+AttentionDims attentionDims(const KernelArgs &args, size_t lengthsOperand) {
+  AttentionExtents e{};
+  if (std::string error =
+          attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
+      !error.empty())
+    args.fail(error);
+  AttentionDims a{e.batch,     e.queryHeads, e.kvHeads, e.queries, e.keys, e.depth,
+                  e.valueDepth, static_cast<float>(args.attrFloat("scale")),
+                  args.flag("causal"), nullptr};
+  if (args.operandCount() > lengthsOperand) {
+    const DeviceTensor &lengths = args.integer(lengthsOperand);
+    if (std::string error = keyLengthsError(lengths.shape, e, nullptr); !error.empty())
+      args.fail(error);
+    if (lengths.storage != Storage::I64)
+      args.fail("key_lengths must be int64 on the device");
+    a.keyLengths = static_cast<const int64_t *>(lengths.data);
+  }
+  return a;
+}
+
 namespace {
 
 constexpr unsigned kAllLanes = 0xffffffffu;
@@ -178,15 +199,6 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kTile = 32;
 constexpr int kMaxDepth = 256;
 
-AttentionDims attentionDims(const KernelArgs &args) {
-  AttentionExtents e{};
-  if (std::string error =
-          attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
-      !error.empty())
-    args.fail(error);
-  return {e.batch, e.queryHeads, e.kvHeads, e.queries, e.keys, e.depth, e.valueDepth,
-          static_cast<float>(args.attrFloat("scale")), args.flag("causal")};
-}
 
 __device__ __forceinline__ float warpMax(float x) {
   for (int offset = 16; offset > 0; offset >>= 1)
@@ -207,9 +219,11 @@ __device__ __forceinline__ int rowsBefore(int64_t limit, int count) {
   return limit <= 0 ? 0 : limit < count ? static_cast<int>(limit) : count;
 }
 
-/// Keys the last of the block's rows from `first` sees: the most any of its rows sees.
-__device__ __forceinline__ int64_t blockVisible(const AttentionDims &a, int64_t first) {
-  return a.visible((first + kWarps < a.queries ? first + kWarps : a.queries) - 1);
+/// Keys the last of the block's rows from `first` (of query head `head`) sees: the most
+/// any of its rows sees.
+__device__ __forceinline__ int64_t blockVisible(const AttentionDims &a, int64_t head,
+                                                int64_t first) {
+  return a.visible(head, (first + kWarps < a.queries ? first + kWarps : a.queries) - 1);
 }
 
 __device__ __forceinline__ float dot(const float *a, const float *b, int n) {
@@ -256,7 +270,7 @@ __global__ void __launch_bounds__(kThreads)
   int64_t kvFirst = a.kvHeadOf(head) * a.keys;
   if (active)
     loadRow(query, q, (head * a.queries + row) * depth, depth, lane);
-  int64_t visible = active ? a.visible(row) : 0, seen = blockVisible(a, first);
+  int64_t visible = active ? a.visible(head, row) : 0, seen = blockVisible(a, head, first);
 
   float runningMax = -CUDART_INF_F, total = 0.0f, acc[N] = {};
   for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
@@ -327,7 +341,7 @@ __global__ void __launch_bounds__(kThreads)
     loadRow(query, q, at * depth, depth, lane);
     loadRow(grad, g, at * valueDepth, valueDepth, lane);
   }
-  int64_t visible = active ? a.visible(row) : 0, seen = blockVisible(a, first);
+  int64_t visible = active ? a.visible(head, row) : 0, seen = blockVisible(a, head, first);
 
   // Stages tile t0 and has each lane score its key: score = scale q.k_j and dp = g.v_j,
   // for the `mine` keys of the tile that this warp's row sees (0: nothing to do).
@@ -416,7 +430,8 @@ __global__ void __launch_bounds__(kThreads)
   int64_t rowBlocks = (a.keys + kWarps - 1) / kWarps;
   int64_t kvHead = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
   int64_t row = first + warp, at = kvHead * a.keys + row;
-  bool active = row < a.keys;
+  // Padding keys (from the sequence's length on) are seen by no query: zero gradients.
+  bool active = row < a.keys, seen = row < a.keysOf(kvHead / a.kvHeads);
   if (active) {
     loadRow(key, k, at * depth, depth, lane);
     loadRow(value, v, at * valueDepth, valueDepth, lane);
@@ -441,7 +456,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
       // Query t0 + i sees key `row` unless causal and t0 + i < row.
       int from = a.causal ? rowsBefore(row - t0, count) : 0;
-      if (!active)
+      if (!seen)
         from = count;
       if (from == count)
         continue;
@@ -497,8 +512,8 @@ void withColumnsPerLane(const KernelArgs &args, const AttentionDims &a, F &&body
 }
 
 void attention(const KernelArgs &args) {
-  args.expectCounts(3, 3, 1);
-  AttentionDims a = attentionDims(args);
+  args.expectCounts(3, 4, 1);
+  AttentionDims a = attentionDims(args, 3);
   if (args.out(0).shape !=
       std::vector<int64_t>{a.batch, a.queryHeads, a.queries, a.valueDepth})
     args.fail("the result is not [batch, query heads, queries, value depth]");
@@ -519,8 +534,8 @@ void attention(const KernelArgs &args) {
 }
 
 void attentionGrad(const KernelArgs &args) {
-  args.expectCounts(4, 4, 3);
-  AttentionDims a = attentionDims(args);
+  args.expectCounts(4, 5, 3);
+  AttentionDims a = attentionDims(args, 4);
   if (args.in(3).shape != std::vector<int64_t>{a.batch, a.queryHeads, a.queries, a.valueDepth})
     args.fail("the grad is not [batch, query heads, queries, value depth]");
   for (size_t r = 0; r < 3; ++r)
@@ -560,6 +575,30 @@ void attentionGrad(const KernelArgs &args) {
   });
 }
 
+/// mt.key_lengths, a thread per row: its leading nonzero entries.
+__global__ void keyLengthsKernel(Ref mask, Ref lengths, int64_t rows, int64_t width) {
+  int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (b >= rows)
+    return;
+  int64_t n = 0;
+  while (n < width && loadInt(mask, b * width + n) != 0)
+    ++n;
+  storeInt(lengths, b, n);
+}
+
+void keyLengths(const KernelArgs &args) {
+  args.expectCounts(1, 1, 1);
+  const DeviceTensor &mask = args.integer(0), &lengths = args.out(0);
+  if (mask.shape.size() != 2 || lengths.shape != std::vector<int64_t>{mask.shape[0]} ||
+      lengths.isFloat())
+    args.fail("the mask is not [batch, keys] or the result not integers [batch]");
+  if (mask.shape[0] == 0)
+    return;
+  keyLengthsKernel<<<blocksFor(mask.shape[0]), 256, 0, args.stream>>>(
+      mask.ref(), lengths.ref(), mask.shape[0], mask.shape[1]);
+  checkLaunch(args);
+}
+
 } // namespace
 
 void addTransformerKernels(DeviceKernelMap &kernels) {
@@ -568,6 +607,7 @@ void addTransformerKernels(DeviceKernelMap &kernels) {
   kernels["mt.rope_grad"] = [](const KernelArgs &args) { rope(args, true); };
   kernels["mt.attention"] = attention;
   kernels["mt.attention_grad"] = attentionGrad;
+  kernels["mt.key_lengths"] = keyLengths;
 }
 
 } // namespace mt::cuda
