@@ -164,11 +164,14 @@ for tool in memcheck racecheck synccheck; do
     $run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 2 --backend=cuda
 done
 
-# The tensor-core attention kernels (bf16, depths 64 and 128) under memcheck and racecheck.
+# The tensor-core attention kernels (bf16, depths 64 and 128), without and with key lengths,
+# under memcheck and racecheck.
 for tool in memcheck racecheck; do
-  part "sanitizer-flash-$tool" "${sanitizer:-compute-sanitizer}" --tool $tool --error-exitcode 1 \
-    $run $plans/gradients/attention-tiles.mtp --check-against-host --init random --seed 1 \
-    --check-tolerance 6e-2
+  for graph in attention-tiles attention-padding; do
+    part "sanitizer-flash-$tool-$graph" "${sanitizer:-compute-sanitizer}" --tool $tool \
+      --error-exitcode 1 $run $plans/gradients/$graph.mtp --check-against-host --init random \
+      --seed 1 --check-tolerance 6e-2
+  done
 done
 
 # A 1.1B-parameter model, all weights and optimizer state in host memory; AdamW overlaps

@@ -47,19 +47,15 @@ np.random.default_rng(2).integers(0, 96, 4000, dtype=np.uint16).tofile('$out/par
 "$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:4x16 -o "$out/gpt2-b4.mtp"
 "$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:4x16 -o "$out/llama-b4.mtp"
 
-# The fixture zoo (Hugging Face decoders exported by a current torch): every model without
-# an attention_mask input and, to keep the carry small, the masked exports of three families
-# (the mask built by GatherND, by And of the legacy export, and OPT's positions by CumSum);
-# PyTorch's losses, and the Llama's pretrained weights with PyTorch's steps from them.
+# The fixture zoo (Hugging Face decoders exported by a current torch): every model, with and
+# without an attention_mask input; PyTorch's losses, and the Llama's pretrained weights with
+# PyTorch's steps from them.
 zoo="$root/test/Zoo/Models"
 mkdir -p "$out/zoo"
 for packed in "$zoo"/*.onnx.gz; do
   name=$(basename "$packed" .onnx.gz)
   shapes=(--input-shape input_ids:2x16)
-  case "$name" in
-    llama.dynamo.mask | llama.legacy.mask | opt.dynamo.mask) shapes+=(--input-shape attention_mask:2x16) ;;
-    *.mask) continue ;;
-  esac
+  [[ "$name" == *.mask ]] && shapes+=(--input-shape attention_mask:2x16)
   gzip -dc "$packed" > "$out/zoo/model.onnx"
   "$mtc" "$out/zoo/model.onnx" "${shapes[@]}" -o "$out/zoo/$name.mtp"
 done

@@ -9,7 +9,7 @@
 #include "runtime/HostState.h"
 #include "runtime/OverlappedUpdates.h"
 #include "runtime/PlanLoader.h"
-#include "runtime/TokenData.h"
+#include "runtime/train/TokenData.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/Executor.h"

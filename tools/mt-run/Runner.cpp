@@ -11,7 +11,8 @@
 #include "runtime/PlanLoader.h"
 #include "runtime/PretrainedWeights.h"
 #include "runtime/Safetensors.h"
-#include "runtime/TokenData.h"
+#include "runtime/train/StepInputs.h"
+#include "runtime/train/TokenData.h"
 #include "runtime/TrainedOnnx.h"
 #include "runtime/OverlappedUpdates.h"
 #include "runtime/host/Executor.h"
@@ -48,16 +49,6 @@
 namespace mt {
 
 namespace {
-
-/// The [B, T] shape of the token input, from the plan.
-std::pair<int64_t, int64_t> batchShape(const plan::Plan &plan) {
-  for (const plan::Input &input : plan.step().inputs()) {
-    const plan::TensorType &type = plan.step().values(input.value()).type();
-    if (input.name() != "targets" && type.shape_size() == 2)
-      return {type.shape(0), type.shape(1)};
-  }
-  throw std::runtime_error("the plan has no [batch, sequence] token input");
-}
 
 /// Refuses, before any training, an output the run could not write at its end (a folder
 /// that is missing or not writable) or one that would overwrite the plan or its initial
@@ -246,7 +237,8 @@ int train(const Options &options) {
     return checkDevice({});
 #endif
   TokenData data(options.data, options.dataDtype);
-  auto [batch, length] = batchShape(plan);
+  StepInputs stepInputs(plan, options.padTokenId);
+  int64_t batch = stepInputs.batch(), length = stepInputs.length();
   host::Executor<float> executor(plan);
 
   int64_t parameters = 0;
@@ -278,55 +270,14 @@ int train(const Options &options) {
   bool terminal = isatty(fileno(stdout));
 
   int64_t micro = std::max<int64_t>(1, plan.micro_batches());
-  bool layerMajor = std::any_of(plan.step().inputs().begin(), plan.step().inputs().end(),
-                                [](const plan::Input &input) { return input.name() == "input_ids.0"; });
+  bool layerMajor = stepInputs.layerMajor();
   std::vector<const float *> weights;
   for (const ParameterState &p : state.parameters)
     weights.push_back(p.master);
-  // A language model takes input_ids and targets (".m" per layer-major micro-batch), and an
-  // attention_mask if it was exported with one: 0 at --pad-token-id, else all ones (packed
-  // sequences); a test graph's integer inputs of other names each take the stream's next
-  // tokens.
-  bool languageModel = std::any_of(
-      plan.step().inputs().begin(), plan.step().inputs().end(), [](const plan::Input &input) {
-        return input.name() == "input_ids" || input.name() == "input_ids.0";
-      });
-  bool hasAttentionMask = std::any_of(
-      plan.step().inputs().begin(), plan.step().inputs().end(), [](const plan::Input &input) {
-        return input.name().rfind("attention_mask", 0) == 0;
-      });
-  if (options.padTokenId >= 0 && (!hasAttentionMask || !languageModel))
-    throw std::runtime_error("--pad-token-id needs a model exported with an attention_mask "
-                             "input, so that padding is masked in attention too");
-  if (options.padTokenId >= plan.vocabulary() && plan.vocabulary() > 0)
-    throw std::runtime_error("--pad-token-id " + std::to_string(options.padTokenId) +
-                             " is not below the vocabulary size " +
-                             std::to_string(plan.vocabulary()));
-  auto nextInputs = [&](int64_t parts) {
-    std::map<std::string, std::vector<int64_t>> inputs;
-    if (!languageModel)
-      for (const plan::Input &input : plan.step().inputs()) {
-        int64_t count = 1;
-        for (int64_t d : plan.step().values(input.value()).type().shape())
-          count *= d;
-        inputs[input.name()] = data.next(1, count, plan.vocabulary()).inputs;
-      }
-    for (int64_t part = 0; part < (languageModel ? parts : 0); ++part) {
-      Batch tokens = data.next(batch, length, plan.vocabulary());
-      std::string suffix = layerMajor ? "." + std::to_string(part) : "";
-      if (options.padTokenId >= 0)
-        inputs["attention_mask" + suffix] = maskPadding(tokens, options.padTokenId, length);
-      else if (hasAttentionMask)
-        inputs["attention_mask" + suffix].assign(tokens.inputs.size(), 1);
-      inputs["input_ids" + suffix] = std::move(tokens.inputs);
-      inputs["targets" + suffix] = std::move(tokens.targets);
-    }
-    return inputs;
-  };
   std::unique_ptr<OverlappedUpdates> updates;
 #ifdef MT_HAS_CUDA
   if (deviceCheck)
-    return checkDevice(nextInputs(layerMajor ? micro : 1));
+    return checkDevice(stepInputs.next(data));
   // Over NCCL the executor averages each gradient on the device before offloading this
   // rank's shard, and gathers each weight on the device after uploading this rank's shard.
   std::unique_ptr<cuda::NcclCommunicator> nccl;
@@ -512,9 +463,9 @@ int train(const Options &options) {
       double loss = 0, gradNorm = 0;
       int64_t runs = ranks.empty() ? (layerMajor ? 1 : micro) : 0;
       if (!ranks.empty()) {
-        std::vector<std::map<std::string, std::vector<int64_t>>> inputs;
+        std::vector<StepInputValues> inputs;
         for (int r = 0; r < worldSize; ++r)
-          inputs.push_back(nextInputs(layerMajor ? micro : 1));
+          inputs.push_back(stepInputs.next(data));
         std::vector<DataParallelRank::Result> results(ranks.size());
         std::vector<std::exception_ptr> errors(ranks.size());
         std::atomic<int> failed{-1};
@@ -540,9 +491,9 @@ int train(const Options &options) {
       }
       for (int64_t m = 0; m < runs; ++m) {
         // A rank over NCCL takes its own batch of the world's, in rank order.
-        std::map<std::string, std::vector<int64_t>> inputs;
+        StepInputValues inputs;
         for (int r = 0; r < std::max(1, options.processes); ++r) {
-          std::map<std::string, std::vector<int64_t>> next = nextInputs(layerMajor ? micro : 1);
+          StepInputValues next = stepInputs.next(data);
           if (options.processes == 0 || r == options.processRank)
             inputs = std::move(next);
         }

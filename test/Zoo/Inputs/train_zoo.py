@@ -165,9 +165,9 @@ NOTES = """
 - **Pretrained weights of Gemma-family models.** Their RMSNorm multiplies by `1 + weight`,
   which the dynamo exporter folds into a new constant (`add_6`): it trains like PyTorch,
   but `mt-run --weights` cannot fill it from `weight` (the map names tensors, not sums).
-- **On the GPU** the suite carries the masked exports of three models (Llama from both
-  exporters, OPT) and trains them on the padded batch too, and the Llama from its pretrained
-  weights (shards and bf16): every loss within 2e-2 of PyTorch's.
+- **On the GPU** the suite trains every model, the masked exports on the padded batch too,
+  and the Llama from its pretrained weights (shards and bf16): every loss within 2e-2 of
+  PyTorch's.
 - **Gradient norms on the GPU.** With bf16 storage the losses stay within 5e-3 of PyTorch's,
   but a tiny model's gradient-norm spike can land at another step (Gemma 2: 2.8 against 5.7
   at step 11), so the device suite bounds the losses only.

@@ -1,7 +1,7 @@
 // Training tokens from a file: nanoGPT's raw uint16, llm.c's headered format (recognized by
 // its magic) or raw uint32; batches of consecutive windows that wrap at the end.
-#ifndef MT_RUNTIME_TOKENDATA_H
-#define MT_RUNTIME_TOKENDATA_H
+#ifndef MT_RUNTIME_TRAIN_TOKENDATA_H
+#define MT_RUNTIME_TRAIN_TOKENDATA_H
 
 #include <cstdint>
 #include <string>
@@ -43,4 +43,4 @@ private:
 
 } // namespace mt
 
-#endif // MT_RUNTIME_TOKENDATA_H
+#endif // MT_RUNTIME_TRAIN_TOKENDATA_H

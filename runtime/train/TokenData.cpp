@@ -1,5 +1,5 @@
 // Reading token files and cutting them into batches.
-#include "runtime/TokenData.h"
+#include "runtime/train/TokenData.h"
 
 #include "runtime/KernelShapes.h"
 
