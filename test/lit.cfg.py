@@ -36,7 +36,8 @@ config.substitutions.append(("%fixtures", config.fixtures_dir))
 config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools", "mt-run")))
 config.substitutions.append(("%mtc", os.path.join(config.mt_obj_root, "tools", "mtc")))
 for test in ("mt-adamw-test", "mt-update-queue-test", "mt-rendezvous-test",
-             "mt-data-parallel-test", "mt-step-inputs-test"):
+             "mt-data-parallel-test", "mt-step-inputs-test",
+             "mt-training-log-test"):
     config.substitutions.append(("%" + test, os.path.join(config.mt_obj_root, "test", test)))
 # Fixture scripts need Debian's python3 (torch, onnx), not the interpreter running lit.
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]

@@ -96,17 +96,17 @@ std::string DeviceSteps::report() const {
   return line;
 }
 
-std::string DeviceSteps::metrics() const {
-  std::ostringstream out;
-  out.precision(6);
+StepMeasureList DeviceSteps::measures() const {
   double seconds = last.ms / 1000.0;
-  out << ",\"device_ms\":" << last.ms << ",\"tflops\":" << plan.model_flops() / seconds / 1e12
-      << ",\"h2d_gbps\":" << last.copiedBytes[0] / seconds / 1e9
-      << ",\"d2h_gbps\":" << last.copiedBytes[1] / seconds / 1e9
-      << ",\"compute_busy\":" << last.busyMs[1] / last.ms << ",\"device_bytes\":" << held()
-      << ",\"plan_peak_bytes\":" << planPeak() << ",\"process_device_bytes\":" << used
-      << ",\"scratch_used_bytes\":" << executor->memory().scratchUsed;
-  return out.str();
+  return {{"device_ms", last.ms},
+          {"tflops", plan.model_flops() / seconds / 1e12},
+          {"h2d_gbps", last.copiedBytes[0] / seconds / 1e9},
+          {"d2h_gbps", last.copiedBytes[1] / seconds / 1e9},
+          {"compute_busy", last.busyMs[1] / last.ms},
+          {"device_bytes", static_cast<double>(held())},
+          {"plan_peak_bytes", static_cast<double>(planPeak())},
+          {"process_device_bytes", static_cast<double>(used)},
+          {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)}};
 }
 
 void DeviceSteps::writeTrace(const std::string &path) const {

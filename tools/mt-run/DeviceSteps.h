@@ -6,6 +6,7 @@
 
 #include "runtime/HostState.h"
 #include "runtime/cuda/Executor.h"
+#include "runtime/train/TrainingLog.h"
 
 #include <map>
 #include <memory>
@@ -40,8 +41,8 @@ public:
   std::vector<int> readOrder() const { return executor->readOrder(); }
   /// The last step's measures: " | 41.2 TFLOPS | h2d 50.1 GB/s | ...".
   std::string report() const;
-  /// The metrics fields of the last step, as JSON members: ,"tflops":...
-  std::string metrics() const;
+  /// The last step's measures for the metrics file: device_ms, tflops, ...
+  StepMeasureList measures() const;
   /// Writes the last step's measured streams as Chrome trace events, the format of
   /// mtc --emit=timeline.
   void writeTrace(const std::string &path) const;

@@ -13,6 +13,7 @@
 #include "runtime/Safetensors.h"
 #include "runtime/train/StepInputs.h"
 #include "runtime/train/TokenData.h"
+#include "runtime/train/TrainingLog.h"
 #include "runtime/TrainedOnnx.h"
 #include "runtime/OverlappedUpdates.h"
 #include "runtime/host/Executor.h"
@@ -259,15 +260,8 @@ int train(const Options &options) {
               state.bytes() / 1048576.0, state.blocks.size(),
               parameters ? static_cast<double>(state.bytes()) / parameters : 0.0,
               adamwVectorUnit());
-  std::ofstream metrics;
-  if (!options.metrics.empty() && options.processRank <= 0) {
-    metrics.open(options.metrics);
-    if (!metrics)
-      throw std::runtime_error("cannot write " + options.metrics);
-    // Enough digits that a float loss reads back exactly.
-    metrics.precision(9);
-  }
-  bool terminal = isatty(fileno(stdout));
+  TrainingLog log(options.processRank <= 0 ? options.metrics : "", options.steps,
+                  isatty(fileno(stdout)));
 
   int64_t micro = std::max<int64_t>(1, plan.micro_batches());
   bool layerMajor = stepInputs.layerMajor();
@@ -311,7 +305,8 @@ int train(const Options &options) {
   // Each run's gradients: the host backend's vectors or the device's pinned buffers; with
   // several sample-major runs, their sum in `accumulated`.
   std::vector<std::vector<float>> hostGradients, accumulated;
-  std::string deviceReport, deviceMetrics;
+  std::string deviceReport;
+  StepMeasureList deviceMeasures;
   // Data parallel over ranks as threads: each rank takes its batches in rank order from the
   // stream, so N ranks see what one rank with N times the batch sees.
   if (options.ranks > 1 && (onDevice || (!layerMajor && micro > 1) || options.checkSchedule))
@@ -419,26 +414,14 @@ int train(const Options &options) {
     int64_t step;
     double loss, gradNorm, lr;
     std::chrono::steady_clock::time_point start;
-    std::string deviceReport, deviceMetrics;
+    std::string deviceReport;
+    StepMeasureList deviceMeasures;
   };
   auto report = [&](const StepRecord &record, std::chrono::steady_clock::time_point end) {
     double ms = std::chrono::duration<double, std::milli>(end - record.start).count();
-    double tokensPerSecond = worldSize * micro * batch * length / (ms / 1000.0);
-    if (terminal) {
-      int filled = static_cast<int>(30 * record.step / options.steps);
-      std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
-                  std::string(30 - filled, '.').c_str());
-    }
-    std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s",
-                static_cast<long long>(record.step), static_cast<long long>(options.steps),
-                record.loss, ms, tokensPerSecond, record.deviceReport.c_str(),
-                terminal && record.step < options.steps ? "" : "\n");
-    std::fflush(stdout);
-    if (metrics.is_open())
-      metrics << "{\"step\":" << record.step << ",\"loss\":" << record.loss
-              << ",\"lr\":" << record.lr << ",\"grad_norm\":" << record.gradNorm
-              << ",\"ms\":" << ms << ",\"tokens_per_s\":" << tokensPerSecond
-              << record.deviceMetrics << "}\n";
+    log.write({record.step, record.loss, record.gradNorm, record.lr, ms,
+               worldSize * micro * batch * length / (ms / 1000.0), record.deviceReport,
+               record.deviceMeasures});
   };
   // The overlapped step whose updates may still run, and its record once they all have.
   StepRecord last{};
@@ -536,12 +519,12 @@ int train(const Options &options) {
   #ifdef MT_HAS_CUDA
       if (device) {
         deviceReport = device->report();
-        deviceMetrics = device->metrics();
+        deviceMeasures = device->measures();
         if (!options.trace.empty() && step == options.steps)
           device->writeTrace(options.trace);
       }
   #endif
-      StepRecord record{step, loss, 0.0, lr, start, deviceReport, deviceMetrics};
+      StepRecord record{step, loss, 0.0, lr, start, deviceReport, deviceMeasures};
       if (!ranks.empty()) {
         record.gradNorm = gradNorm; // the ranks updated their shards and gathered the weights
       } else {

@@ -1,0 +1,57 @@
+// The step's console line and metrics record.
+#include "runtime/train/TrainingLog.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace mt {
+
+std::string jsonNumber(double value) {
+  if (!std::isfinite(value))
+    return "null";
+  // Whole numbers (byte counts) exactly, as integers.
+  if (std::floor(value) == value && std::abs(value) < 9007199254740992.0)
+    return std::to_string(static_cast<long long>(value));
+  std::ostringstream out;
+  out.precision(9);
+  out << value;
+  return out.str();
+}
+
+TrainingLog::TrainingLog(const std::string &metricsPath, int64_t steps, bool terminal)
+    : metricsPath(metricsPath), steps(steps), terminal(terminal) {
+  if (metricsPath.empty())
+    return;
+  metrics.open(metricsPath);
+  if (!metrics)
+    throw std::runtime_error("cannot write " + metricsPath);
+}
+
+void TrainingLog::write(const StepReport &report) {
+  if (terminal) {
+    int filled = steps > 0 ? static_cast<int>(30 * report.step / steps) : 30;
+    std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
+                std::string(30 - filled, '.').c_str());
+  }
+  std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s",
+              static_cast<long long>(report.step), static_cast<long long>(steps), report.loss,
+              report.ms, report.tokensPerSecond, report.consoleDetail.c_str(),
+              terminal && report.step < steps ? "" : "\n");
+  std::fflush(stdout);
+  if (!metrics.is_open())
+    return;
+  metrics << "{\"step\":" << report.step << ",\"loss\":" << jsonNumber(report.loss)
+          << ",\"lr\":" << jsonNumber(report.lr) << ",\"grad_norm\":" << jsonNumber(report.gradNorm)
+          << ",\"ms\":" << jsonNumber(report.ms)
+          << ",\"tokens_per_s\":" << jsonNumber(report.tokensPerSecond);
+  for (const auto &[name, value] : report.measures)
+    metrics << ",\"" << name << "\":" << jsonNumber(value);
+  metrics << "}\n";
+  metrics.flush();
+  if (!metrics)
+    throw std::runtime_error("cannot write " + metricsPath + " (disk full?)");
+}
+
+} // namespace mt
