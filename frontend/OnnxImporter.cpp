@@ -243,7 +243,7 @@ Value GraphImporter::readParameter(const onnx::TensorProto &tensor, Location loc
   auto parameter = builder.create<ParameterOp>(loc, builder.getStringAttr(tensor.name()),
                                                TypeAttr::get(type), StringAttr(), IntegerAttr(),
                                                IntegerAttr(), StringAttr(), UnitAttr(),
-                                               ArrayAttr(), ArrayAttr());
+                                               ArrayAttr(), ArrayAttr(), IntegerAttr());
   if (auto source = signature.transposedParameters.find(tensor.name());
       source != signature.transposedParameters.end()) {
     parameter.setSourceNameAttr(builder.getStringAttr(source->second));

@@ -31,7 +31,9 @@ def MT_ParameterOp : MT_Op<"parameter", [Symbol]> {
     `tied_names` are the other names of a tied weight (the embedding's, where the exporter kept
     the lm_head's), which pretrained weights may use and saved weights repeat;
     `transposed_copies` the initializers the model holds its transpose in (the legacy
-    exporter's untied copy of a tied weight), which a saved model fills from it.
+    exporter's untied copy of a tied weight), which a saved model fills from it. `layer` is
+    the layer whose weights prefetch first streams it (mt-insert-transfers sets it; -1 for the
+    prologue and epilogue): the block of host memory it lives in.
 
     ```mlir
     mt.parameter @"wte.weight" : tensor<96x32xf32>
@@ -43,7 +45,8 @@ def MT_ParameterOp : MT_Op<"parameter", [Symbol]> {
                        OptionalAttr<StrAttr>:$external_file, OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<I64Attr>:$length, OptionalAttr<StrAttr>:$source_name,
                        UnitAttr:$source_transposed, OptionalAttr<StrArrayAttr>:$tied_names,
-                       OptionalAttr<StrArrayAttr>:$transposed_copies);
+                       OptionalAttr<StrArrayAttr>:$transposed_copies,
+                       OptionalAttr<I64Attr>:$layer);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -173,6 +173,16 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
       for (auto [index, number] : llvm::enumerate(numbers))
         ret->setOperand(number, offload.getResult(index));
     }
+
+    // Each parameter lives in the host block of the first weights prefetch that reads it.
+    ModuleOp module = getOperation();
+    for (auto prefetch : body.getOps<PrefetchOp>())
+      if (prefetch.getKind() == "weights")
+        for (Value operand : prefetch.getOperands())
+          if (auto read = operand.getDefiningOp<ParamOp>())
+            if (auto parameter = module.lookupSymbol<ParameterOp>(read.getNameAttr());
+                parameter && !parameter.getLayer())
+              parameter.setLayer(prefetch.getLayer());
   }
 
   /// Backward calls and recomputed forward calls read layer inputs kept from the forward.

@@ -3,6 +3,7 @@
 #include "plan/PlanEmitter.h"
 
 #include "ir/MtOps.h"
+#include "plan/PlanFormat.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -213,7 +214,7 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
   if (!step || step.getBlocks().size() != 1)
     return module.emitError("no single-block @train_step to emit; run mt-autodiff first");
   auto source = module->getAttrOfType<StringAttr>("mt.source");
-  plan.set_format_version(1);
+  plan.set_format_version(kPlanFormatVersion);
   plan.set_model(source ? source.str() : "");
   llvm::StringRef modelDir = source ? llvm::sys::path::parent_path(source.getValue()) : "";
 
@@ -230,6 +231,7 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
     if (std::optional<ArrayAttr> copies = parameter.getTransposedCopies())
       for (auto name : copies->getAsValueRange<StringAttr>())
         out->add_transposed_copies(name.str());
+    out->set_layer(parameter.getLayer().value_or(-1));
     setType(parameter.getTensorType(), *out->mutable_type());
     if (std::optional<StringRef> file = parameter.getExternalFile()) {
       out->set_file(planPath(*file, modelDir, planDir));

@@ -19,34 +19,15 @@ namespace {
 
 constexpr int64_t kPage = 4096;
 
-/// The layer each parameter is streamed with: the first weights prefetch that reads it.
-std::vector<int64_t> layerOfParameters(const plan::Plan &plan) {
-  std::vector<int64_t> layers(plan.parameters_size(), -1);
-  std::vector<bool> assigned(plan.parameters_size(), false);
-  const plan::Program &step = plan.step();
-  for (const plan::Command &command : step.commands()) {
-    auto kind = command.attributes().find("kind");
-    auto layer = command.attributes().find("layer");
-    if (command.op() != "mt.prefetch" || kind == command.attributes().end() ||
-        kind->second.s() != "weights" || layer == command.attributes().end())
-      continue;
-    for (int id : command.operands()) {
-      const plan::Value &value = step.values(id);
-      if (value.has_parameter() && !assigned[value.parameter()]) {
-        assigned[value.parameter()] = true;
-        layers[value.parameter()] = layer->second.i();
-      }
-    }
-  }
-  return layers;
-}
-
 } // namespace
 
 HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int ranks,
                      Masters masters)
     : plan(plan) {
-  std::vector<int64_t> layers = layerOfParameters(plan);
+  // Each parameter's layer block, as the compiler placed it (Parameter.layer).
+  std::vector<int64_t> layers;
+  for (const plan::Parameter &parameter : plan.parameters())
+    layers.push_back(parameter.layer());
   parameters.resize(plan.parameters_size());
   std::vector<int64_t> order;
   for (int p = 0; p < plan.parameters_size(); ++p) {

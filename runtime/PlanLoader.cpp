@@ -1,6 +1,8 @@
 // Loading and validating plans.
 #include "runtime/PlanLoader.h"
 
+#include "plan/PlanFormat.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -105,8 +107,9 @@ plan::Plan loadPlan(const std::string &path) {
   };
   if (!plan.ParseFromString(bytes))
     fail("not a plan (truncated, or not written by mtc)");
-  if (plan.format_version() != 1)
-    fail("format version " + std::to_string(plan.format_version()) + " is not 1");
+  if (plan.format_version() != kPlanFormatVersion)
+    fail("format version " + std::to_string(plan.format_version()) + " is not " +
+         std::to_string(kPlanFormatVersion) + ": compile the model again with this mtc");
 
   auto checkProgram = [&](const plan::Program &program, const std::string &where,
                           const std::vector<int> &outputs) {
@@ -173,6 +176,9 @@ plan::Plan loadPlan(const std::string &path) {
   if (plan.step().gradients_size() != plan.parameters_size())
     fail("it has " + std::to_string(plan.step().gradients_size()) + " gradients for " +
          std::to_string(plan.parameters_size()) + " parameters");
+  for (const plan::Parameter &parameter : plan.parameters())
+    if (parameter.layer() < -1)
+      fail("parameter " + parameter.name() + " is in layer " + std::to_string(parameter.layer()));
   return plan;
 }
 

@@ -8,7 +8,11 @@
 // weights of its backward; that the last layer keeps its weights for its backward (its
 // forward and backward calls read the same parameters back to back, one prefetch); that
 // prologue/epilogue parameters arrive before their first use; and that every returned
-// gradient leaves with an offload right after it is computed.
+// gradient leaves with an offload right after it is computed. Each parameter records the
+// layer of the first weights prefetch that streams it: its block of host memory.
+// CHECK: mt.parameter @wte : tensor<10x8xf32> {layer = -1 : i64}
+// CHECK: mt.parameter @g0a : tensor<8xf32> {layer = 0 : i64}
+// CHECK: mt.parameter @w22 : tensor<16x8xf32> {layer = 2 : i64}
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[W0:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
 // CHECK-NEXT: %[[W1:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 1 : i64}
