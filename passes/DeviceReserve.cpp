@@ -6,7 +6,6 @@
 #include "ir/ShapeRules.h"
 #include "passes/BufferLiveness.h"
 #include "plan/DeviceLayout.h"
-#include "runtime/KernelShapes.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 

@@ -17,6 +17,10 @@ inline int64_t alignToDevice(int64_t bytes) {
 /// Token ids are int64 on the device, whatever the plan's input type.
 constexpr int64_t kTokenBytes = 8;
 
+/// The most partial results per output a device reduction splits its reduced extent into:
+/// what the kernels use and what the compiler reserves scratch for (passes/DeviceReserve).
+constexpr int64_t kMaxChunks = 256;
+
 /// A constant's element on the device: reals in fp32, integers at their width.
 inline int64_t constantElementBytes(bool real, int64_t bitWidth) {
   return real ? 4 : std::max<int64_t>(1, bitWidth / 8);

@@ -10,10 +10,6 @@
 
 namespace mt {
 
-/// The most partial results per output a device reduction splits its reduced extent into:
-/// what the kernels use and what the compiler reserves scratch for (passes/DeviceReserve).
-constexpr int64_t kMaxChunks = 256;
-
 /// A cross-entropy target that counts for nothing (PyTorch's ignore_index): the positions of
 /// padding. The loss is the mean over the other positions.
 constexpr int64_t kIgnoredTarget = -100;

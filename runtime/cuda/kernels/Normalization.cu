@@ -1,5 +1,6 @@
 // Device ports of runtime/host/Normalization.cpp: reduce_*, softmax, rms_norm, layer_norm and
 // cross_entropy with their gradients, in fp32 with fixed-order reductions so runs reproduce.
+#include "plan/DeviceLayout.h"
 #include "runtime/KernelShapes.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/KernelArgs.h"
