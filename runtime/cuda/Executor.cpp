@@ -71,10 +71,6 @@ Storage encodeConstant(const plan::Value &value, std::string &out) {
   return storage;
 }
 
-struct HostBlockFree {
-  void operator()(char *block) const { std::free(block); }
-};
-
 } // namespace
 
 /// A program's values: a device tensor per value, with `offset` from the program's base
@@ -87,11 +83,12 @@ struct Executor::Program {
 
 Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions options)
     : plan(plan), state(state), options(options) {
-  // A plan the device cannot run fails here without keeping what was already allocated.
+  // A plan the device cannot run fails here; what was already allocated goes with the
+  // members, once the device is done with it.
   try {
     build();
   } catch (...) {
-    release();
+    cudaDeviceSynchronize();
     throw;
   }
 }
@@ -175,14 +172,13 @@ void Executor::build() {
   deviceMemory.blasWorkspace = plan.blas_workspace_bytes();
   scratch = std::make_unique<Scratch>(plan.scratch_bytes());
   deviceMemory.scratch = plan.scratch_bytes();
-  MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&arena), std::max<int64_t>(arenaBytes, 1)));
+  arena = DeviceAllocation::create(arenaBytes);
   deviceMemory.arena = arenaBytes;
-  MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&constantPool),
-                           std::max<size_t>(constants.size(), 1)));
+  constantPool = DeviceAllocation::create(constants.size());
   MT_CUDA_CHECK(cudaMemcpy(constantPool, constants.data(), constants.size(),
                            cudaMemcpyHostToDevice));
   deviceMemory.constants = static_cast<int64_t>(constants.size());
-  MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&inputPool), std::max<int64_t>(inputBytes, 1)));
+  inputPool = DeviceAllocation::create(inputBytes);
   deviceMemory.inputs = inputBytes;
 
   auto bindProgram = [&](const plan::Program &program, bool isStep) {
@@ -197,7 +193,7 @@ void Executor::build() {
       if (constantValues[k].first == &program) {
         int id = constantValues[k].second;
         bound->values[id] = tensorOf(program.values(id).type(), constantStorage[k],
-                                     constantPool + constantOffsets[k]);
+                                     constantPool.data() + constantOffsets[k]);
       }
     for (int c = 0; c < program.commands_size(); ++c) {
       const plan::Command &command = program.commands(c);
@@ -248,7 +244,7 @@ void Executor::build() {
     constantGradients.push_back(p);
   }
   int64_t hostPoolBytes = pageAlign(std::max<int64_t>(hostBytes, 1));
-  hostPool = static_cast<char *>(std::aligned_alloc(kPage, hostPoolBytes));
+  hostPool.reset(static_cast<char *>(std::aligned_alloc(kPage, hostPoolBytes)));
   if (!hostPool)
     throw CudaError("cannot allocate " + std::to_string(hostBytes) +
                     " bytes of host memory for offloaded checkpoints and gradients");
@@ -258,21 +254,21 @@ void Executor::build() {
         const DeviceTensor &from = step->values[command.operands(r)];
         int id = command.results(r);
         step->values[id] = from;
-        step->values[id].data = hostPool + hostOffsets[id];
+        step->values[id].data = hostPool.get() + hostOffsets[id];
       }
   for (int p : constantGradients) {
     DeviceTensor &zero = step->values[stepProgram.gradients(p)];
-    zero.data = hostPool + hostOffsets[stepProgram.gradients(p)];
+    zero.data = hostPool.get() + hostOffsets[stepProgram.gradients(p)];
     std::memset(zero.data, 0, zero.bytes());
   }
   for (int id = 0; id < stepProgram.values_size(); ++id)
     if (step->offsets[id] >= 0)
-      step->values[id].data = arena + step->offsets[id];
+      step->values[id].data = arena.data() + step->offsets[id];
 
   int64_t inputAt = 0;
   for (const plan::Input &input : stepProgram.inputs()) {
     const plan::TensorType &type = stepProgram.values(input.value()).type();
-    step->values[input.value()] = tensorOf(type, Storage::I64, inputPool + inputAt);
+    step->values[input.value()] = tensorOf(type, Storage::I64, inputPool.data() + inputAt);
     inputAt += alignToDevice(elementsOf(type) * kTokenBytes);
   }
 
@@ -327,52 +323,32 @@ void Executor::build() {
   for (const LayerBlock &block : state.blocks)
     regions.push_back({block.begin, static_cast<size_t>(block.bytes)});
   if (hostBytes > 0)
-    regions.push_back({hostPool, static_cast<size_t>(hostPoolBytes)});
+    regions.push_back({hostPool.get(), static_cast<size_t>(hostPoolBytes)});
   pinned = std::make_unique<PinnedMemory>(regions);
 
-  for (cudaStream_t &stream : streams)
-    MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  events.resize(std::max(plan.events(), 0));
-  for (cudaEvent_t &event : events)
-    MT_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  int timers = 4 + (options.timeCommands ? 2 * stepProgram.commands_size() : 0);
-  timing.resize(timers);
-  for (cudaEvent_t &event : timing)
-    MT_CUDA_CHECK(cudaEventCreate(&event));
+  streams = {Stream::create(), Stream::create(), Stream::create()};
+  for (int e = 0; e < plan.events(); ++e)
+    events.push_back(Event::forOrdering());
+  clock.begin = Event::forTiming();
+  for (Event &end : clock.streamEnds)
+    end = Event::forTiming();
+  for (int c = 0; options.timeCommands && c < stepProgram.commands_size(); ++c) {
+    clock.commandStarts.push_back(Event::forTiming());
+    clock.commandEnds.push_back(Event::forTiming());
+  }
   // The constants' blocking copy from pageable memory may still be landing: the executor's
   // non-blocking streams would not wait for it.
   MT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-Executor::~Executor() { release(); }
+// The members free the device's memory, streams and events, and unpin the host's, once the
+// device has finished with them.
+Executor::~Executor() { cudaDeviceSynchronize(); }
 
 void Executor::drain() {
-  for (cudaStream_t stream : streams)
-    if (stream)
-      cudaStreamSynchronize(stream);
-}
-
-void Executor::release() {
-  cudaDeviceSynchronize();
-  pinned.reset();
-  for (cudaEvent_t event : events)
-    cudaEventDestroy(event);
-  for (cudaEvent_t event : timing)
-    cudaEventDestroy(event);
-  events.clear();
-  timing.clear();
-  for (cudaStream_t &stream : streams)
-    if (stream) {
-      cudaStreamDestroy(stream);
-      stream = nullptr;
-    }
-  scratch.reset();
-  blas.reset();
-  cudaFree(arena);
-  cudaFree(constantPool);
-  cudaFree(inputPool);
-  std::free(hostPool);
-  arena = constantPool = inputPool = hostPool = nullptr;
+  for (int s = 0; s < 3; ++s)
+    if (streams[s])
+      cudaStreamSynchronize(streams[s]);
 }
 
 void Executor::onGradient(std::function<void(int parameter)> listener) {
@@ -409,7 +385,7 @@ cudaStream_t Executor::streamOf(const plan::Command &command, int *index) const 
   for (int s = 0; s < 3; ++s)
     if (command.stream() == names[s]) {
       *index = s;
-      return options.serialize ? streams[1] : streams[s];
+      return options.serialize ? streams.compute.get() : streams[s];
     }
   throw CudaError(command.op() + " at " + command.location() + " names stream '" +
                   command.stream() + "'; expected h2d, compute or d2h");
@@ -475,14 +451,14 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     // On the compute stream, which every use follows: a blocking copy from pageable memory
     // may return before its data land, and the executor's streams do not wait for it.
     MT_CUDA_CHECK(cudaMemcpyAsync(slot.data, values.data(), slot.bytes(),
-                                  cudaMemcpyHostToDevice, streams[1]));
+                                  cudaMemcpyHostToDevice, streams.compute));
   }
 
   StepMeasures measures;
   // Every stream starts at `begin`, so that command times share one origin.
-  MT_CUDA_CHECK(cudaEventRecord(timing[0], streams[1]));
-  MT_CUDA_CHECK(cudaStreamWaitEvent(streams[0], timing[0]));
-  MT_CUDA_CHECK(cudaStreamWaitEvent(streams[2], timing[0]));
+  MT_CUDA_CHECK(cudaEventRecord(clock.begin, streams.compute));
+  MT_CUDA_CHECK(cudaStreamWaitEvent(streams.h2d, clock.begin));
+  MT_CUDA_CHECK(cudaStreamWaitEvent(streams.d2h, clock.begin));
   const std::vector<DeviceTensor> &values = step->values;
   DeviceCollectives *collectives = options.collectives;
   for (int c = 0; c < program.commands_size(); ++c) {
@@ -501,7 +477,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
       for (int event : command.waits())
         MT_CUDA_CHECK(cudaStreamWaitEvent(stream, events.at(event)));
     if (options.timeCommands)
-      MT_CUDA_CHECK(cudaEventRecord(timing[4 + 2 * c], stream));
+      MT_CUDA_CHECK(cudaEventRecord(clock.commandStarts[c], stream));
     std::vector<DeviceTensor> results;
     for (int id : command.results())
       results.push_back(values[id]);
@@ -553,12 +529,12 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         arguments.push_back(values[id]);
       int64_t workspace = step->workspace[c];
       runTemplate(static_cast<int>(command.attributes().at("template").i()), arguments,
-                  arena + workspace, results, stream);
+                  arena.data() + workspace, results, stream);
     } else {
       runCommand(command, values, results, stream);
     }
     if (options.timeCommands)
-      MT_CUDA_CHECK(cudaEventRecord(timing[5 + 2 * c], stream));
+      MT_CUDA_CHECK(cudaEventRecord(clock.commandEnds[c], stream));
     if (gradientListener && !notices[c].parameters.empty())
       MT_CUDA_CHECK(cudaLaunchHostFunc(
           stream,
@@ -577,22 +553,22 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     for (int p : constantGradients)
       gradientListener(p);
   for (int s = 0; s < 3; ++s)
-    MT_CUDA_CHECK(cudaEventRecord(timing[1 + s], streams[s]));
-  for (cudaStream_t stream : streams)
-    MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    MT_CUDA_CHECK(cudaEventRecord(clock.streamEnds[s], streams[s]));
+  for (int s = 0; s < 3; ++s)
+    MT_CUDA_CHECK(cudaStreamSynchronize(streams[s]));
   deviceMemory.scratchUsed = static_cast<int64_t>(scratch->peak());
 
   for (int s = 0; s < 3; ++s) {
     float ms = 0;
-    MT_CUDA_CHECK(cudaEventElapsedTime(&ms, timing[0], timing[1 + s]));
+    MT_CUDA_CHECK(cudaEventElapsedTime(&ms, clock.begin, clock.streamEnds[s]));
     measures.ms = std::max<double>(measures.ms, ms);
   }
   if (options.timeCommands)
     for (int c = 0; c < program.commands_size(); ++c) {
       CommandTiming timed{c, 0, 0, 0};
       streamOf(program.commands(c), &timed.stream);
-      MT_CUDA_CHECK(cudaEventElapsedTime(&timed.start, timing[0], timing[4 + 2 * c]));
-      MT_CUDA_CHECK(cudaEventElapsedTime(&timed.end, timing[0], timing[5 + 2 * c]));
+      MT_CUDA_CHECK(cudaEventElapsedTime(&timed.start, clock.begin, clock.commandStarts[c]));
+      MT_CUDA_CHECK(cudaEventElapsedTime(&timed.end, clock.begin, clock.commandEnds[c]));
       measures.busyMs[timed.stream] += timed.end - timed.start;
       measures.commands.push_back(timed);
     }

@@ -7,6 +7,7 @@
 #include "plan/plan.pb.h"
 #include "runtime/HostState.h"
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaHandles.h"
 #include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/DeviceTensor.h"
 #include "runtime/cuda/PinnedMemory.h"
@@ -14,6 +15,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -96,8 +98,6 @@ public:
 private:
   struct Program;
   void build();
-  /// Frees what the executor holds (after the device has finished with it); idempotent.
-  void release();
   /// A program's values as device tensors: results placed in `base` by their offsets.
   void bind(const plan::Program &program, Program &bound, char *base);
   void runCommand(const plan::Command &command, const std::vector<DeviceTensor> &values,
@@ -111,11 +111,28 @@ private:
   ExecutorOptions options;
   std::unique_ptr<CublasLt> blas;
   std::unique_ptr<Scratch> scratch;
-  cudaStream_t streams[3] = {nullptr, nullptr, nullptr};
-  std::vector<cudaEvent_t> events;
-  char *arena = nullptr, *constantPool = nullptr, *inputPool = nullptr;
-  char *hostPool = nullptr; // offloaded values (checkpoints, gradients), page-aligned
-  std::vector<cudaEvent_t> timing; // begin, three stream ends, then a pair per command
+  /// The plan's streams by role; a command names one, index 0, 1 or 2 in that order.
+  struct Streams {
+    Stream h2d, compute, d2h;
+    cudaStream_t operator[](int index) const {
+      return index == 0 ? h2d.get() : index == 1 ? compute.get() : d2h.get();
+    }
+  } streams;
+  std::vector<Event> events; // the plan's, ordering its streams
+  /// A step's clock: its start (every stream waits for it), each stream's end and, with
+  /// timeCommands, each command's start and end.
+  struct StepClock {
+    Event begin;
+    Event streamEnds[3];
+    std::vector<Event> commandStarts, commandEnds;
+  } clock;
+  DeviceAllocation arena, constantPool, inputPool;
+  struct FreeHostBlock {
+    void operator()(char *block) const { std::free(block); }
+  };
+  // Offloaded values (checkpoints, gradients), page-aligned; pinned through `pinned`, which
+  // goes first.
+  std::unique_ptr<char, FreeHostBlock> hostPool;
   std::unique_ptr<PinnedMemory> pinned;
   std::unique_ptr<Program> step;
   std::vector<std::unique_ptr<Program>> templates;
