@@ -1,7 +1,6 @@
 // Device profiles: the H200's measured ceilings and JSON profiles from calibration.
 #include "passes/DeviceProfile.h"
 
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 namespace mt {
@@ -36,33 +35,13 @@ mlir::FailureOr<DeviceProfile> loadDeviceProfile(llvm::StringRef target, std::st
     error = "cannot read " + target.str();
     return mlir::failure();
   }
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
-  if (!json) {
-    error = target.str() + ": " + llvm::toString(json.takeError());
+  std::optional<DeviceProfile> profile = parseDeviceProfile((*buffer)->getBuffer().str(), error);
+  if (!profile) {
+    error = target.str() + ": " + error;
     return mlir::failure();
   }
-  const llvm::json::Object *object = json->getAsObject();
-  DeviceProfile profile;
-  profile.name = target.str();
-  struct Field {
-    const char *key;
-    double *value;
-  } fields[] = {{"gemm_flops_per_second", &profile.gemmFlopsPerSecond},
-                {"memory_bytes_per_second", &profile.memoryBytesPerSecond},
-                {"h2d_bytes_per_second", &profile.h2dBytesPerSecond},
-                {"d2h_bytes_per_second", &profile.d2hBytesPerSecond},
-                {"duplex_factor", &profile.duplexFactor},
-                {"host_adam_params_per_second", &profile.hostAdamParamsPerSecond},
-                {"device_memory_bytes", &profile.deviceMemoryBytes}};
-  for (Field &field : fields) {
-    std::optional<double> value = object ? object->getNumber(field.key) : std::nullopt;
-    if (!value || *value <= 0) {
-      error = target.str() + ": needs a positive number \"" + field.key + "\"";
-      return mlir::failure();
-    }
-    *field.value = *value;
-  }
-  return profile;
+  profile->name = target.str();
+  return *profile;
 }
 
 } // namespace mt

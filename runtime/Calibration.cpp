@@ -2,6 +2,8 @@
 // the plans use for it.
 #include "runtime/Calibration.h"
 
+#include "plan/DeviceProfile.h"
+
 #include "runtime/AdamW.h"
 #include "runtime/host/Kernels.h"
 
@@ -80,15 +82,10 @@ std::string calibrateHost(const std::string &path) {
                 });
   double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
 
+  DeviceProfile profile{"host backend", gemm, memory, copy, copy, std::min(1.0, both / copy),
+                        adam, ram};
   std::ofstream out(path);
-  out << "{\n  \"name\": \"host backend\",\n"
-      << "  \"gemm_flops_per_second\": " << gemm << ",\n"
-      << "  \"memory_bytes_per_second\": " << memory << ",\n"
-      << "  \"h2d_bytes_per_second\": " << copy << ",\n"
-      << "  \"d2h_bytes_per_second\": " << copy << ",\n"
-      << "  \"duplex_factor\": " << std::min(1.0, both / copy) << ",\n"
-      << "  \"host_adam_params_per_second\": " << adam << ",\n"
-      << "  \"device_memory_bytes\": " << ram << "\n}\n";
+  out << deviceProfileJson(profile);
   if (!out)
     throw std::runtime_error("cannot write " + path);
   std::ostringstream table;

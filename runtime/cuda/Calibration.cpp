@@ -2,6 +2,8 @@
 // CUDA events on named, non-default streams.
 #include "runtime/cuda/Calibration.h"
 
+#include "plan/DeviceProfile.h"
+
 #include "runtime/AdamW.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaCheck.h"
@@ -132,15 +134,10 @@ std::string calibrateDevice(const std::string &path) {
   MT_CUDA_CHECK(cudaEventDestroy(started));
   MT_CUDA_CHECK(cudaEventDestroy(finished));
 
+  DeviceProfile profile{properties.name, gemm, memory, in, out, duplex, adam,
+                        static_cast<double>(freeBytes)};
   std::ofstream file(path);
-  file << "{\n  \"name\": \"" << properties.name << "\",\n"
-       << "  \"gemm_flops_per_second\": " << gemm << ",\n"
-       << "  \"memory_bytes_per_second\": " << memory << ",\n"
-       << "  \"h2d_bytes_per_second\": " << in << ",\n"
-       << "  \"d2h_bytes_per_second\": " << out << ",\n"
-       << "  \"duplex_factor\": " << duplex << ",\n"
-       << "  \"host_adam_params_per_second\": " << adam << ",\n"
-       << "  \"device_memory_bytes\": " << static_cast<double>(freeBytes) << "\n}\n";
+  file << deviceProfileJson(profile);
   if (!file)
     throw CudaError("cannot write " + path);
   std::ostringstream table;

@@ -1,0 +1,31 @@
+// The machine a plan is compiled for, as `mt-run --calibrate` measures it and `mtc --target`
+// reads it: one struct and one JSON form, for the compiler and the runtime alike.
+#ifndef MT_PLAN_DEVICEPROFILE_H
+#define MT_PLAN_DEVICEPROFILE_H
+
+#include <optional>
+#include <string>
+
+namespace mt {
+
+struct DeviceProfile {
+  std::string name;
+  double gemmFlopsPerSecond = 0;   // dense bf16 GEMM with fp32 accumulation
+  double memoryBytesPerSecond = 0; // device memory, for kernels bound by it
+  double h2dBytesPerSecond = 0;    // pinned host->device, alone
+  double d2hBytesPerSecond = 0;    // pinned device->host, alone
+  double duplexFactor = 0;         // each direction's share of its rate when both run
+  double hostAdamParamsPerSecond = 0;
+  double deviceMemoryBytes = 0; // what plans may use
+};
+
+/// The profile as a JSON object: "name" and the rates, by their snake_case names.
+std::string deviceProfileJson(const DeviceProfile &profile);
+
+/// The profile of that JSON object; nothing, with `error` saying why, when the text is not a
+/// JSON object or a rate is missing or not a positive number. Other members are ignored.
+std::optional<DeviceProfile> parseDeviceProfile(const std::string &text, std::string &error);
+
+} // namespace mt
+
+#endif // MT_PLAN_DEVICEPROFILE_H
