@@ -6,7 +6,7 @@
 #   build/test/mt-adamw-test build/device
 # Each part's output goes to NAME.txt in $OUT/suite.tar.gz (the device tool brings back few
 # files), a line per part to $OUT/summary.txt; the exit code counts the parts that failed.
-# SUITE_PARTS (a regex over part names) runs a subset.
+# SUITE_PARTS (a regex over part names) runs a subset; SUITE_SKIP (another) leaves parts out.
 set -uo pipefail
 final="${OUT:-/tmp/mt-device-suite}"
 out=$(mktemp -d)
@@ -20,6 +20,7 @@ part() {
   local name=$1
   shift
   [[ "$name" =~ ${SUITE_PARTS:-.} ]] || return 0
+  [[ -n "${SUITE_SKIP:-}" && "$name" =~ $SUITE_SKIP ]] && return 0
   echo "== $name"
   local start=$SECONDS
   "$@" >"$out/$name.txt" 2>&1
