@@ -22,3 +22,27 @@ void MTDialect::initialize() {
 #include "ir/MtOps.cpp.inc"
       >();
 }
+
+mlir::LogicalResult MTDialect::verifyOperationAttribute(mlir::Operation *op,
+                                                        mlir::NamedAttribute attribute) {
+  llvm::StringRef name = attribute.getName().getValue();
+  mlir::Attribute value = attribute.getValue();
+  if (name == getStreamAttrHelper().getName()) {
+    auto stream = llvm::dyn_cast<mlir::StringAttr>(value);
+    if (!stream || !llvm::is_contained({"h2d", "compute", "d2h"}, stream.getValue()))
+      return op->emitOpError("'") << name << "' must be \"h2d\", \"compute\" or \"d2h\", got "
+                                  << value;
+    return mlir::success();
+  }
+  bool arrays = name == getOffsetsAttrHelper().getName() ||
+                name == getSizesAttrHelper().getName() ||
+                name == getWorkspaceAttrHelper().getName() || name == getWaitAttrHelper().getName();
+  bool integers =
+      name == getRecordAttrHelper().getName() || name == getEventsAttrHelper().getName();
+  bool typed = arrays     ? llvm::isa<mlir::DenseI64ArrayAttr>(value)
+               : integers ? llvm::isa<mlir::IntegerAttr>(value)
+                          : true;
+  if (!typed)
+    return op->emitOpError("'") << name << "' has the wrong kind of value: " << value;
+  return mlir::success();
+}

@@ -15,6 +15,22 @@ def MT_Dialect : Dialect {
     symbols that refer to weight bytes where they lie; functions read them with `mt.param`.
   }];
   let cppNamespace = "::mt";
+  // The schedule's contract on the ops of a scheduled step (mt-assign-buffers,
+  // mt-assign-streams), which the plan emitter turns into each command's fields: where each
+  // result lies in the arena (`offsets`, -1 for host memory) and its bytes (`sizes`), a call's
+  // workspace (`workspace`: offset and bytes), the stream an op runs on (`stream`: h2d,
+  // compute or d2h), the event it records when done (`record`) and those it waits for first
+  // (`wait`); on the step, how many events there are (`events`).
+  let discardableAttrs = (ins
+    "::mlir::DenseI64ArrayAttr":$offsets,
+    "::mlir::DenseI64ArrayAttr":$sizes,
+    "::mlir::DenseI64ArrayAttr":$workspace,
+    "::mlir::StringAttr":$stream,
+    "::mlir::IntegerAttr":$record,
+    "::mlir::DenseI64ArrayAttr":$wait,
+    "::mlir::IntegerAttr":$events
+  );
+  let hasOperationAttrVerify = 1;
   let hasConstantMaterializer = 1;
   let useDefaultTypePrinterParser = 1;
 }

@@ -73,7 +73,8 @@ struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
         placed;
     for (const DeviceBuffer &buffer : liveness.buffers) {
       if (buffer.resultIndex < 0) {
-        buffer.op->setAttr("mt.workspace", b.getDenseI64ArrayAttr({buffer.offset, buffer.bytes}));
+        scheduleAttrs(buffer.op).getWorkspaceAttrHelper().setAttr(
+            buffer.op, b.getDenseI64ArrayAttr({buffer.offset, buffer.bytes}));
         continue;
       }
       auto &[offsets, sizes] = placed[buffer.op];
@@ -83,8 +84,10 @@ struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
       sizes[buffer.resultIndex] = buffer.bytes;
     }
     for (auto &[op, offsetsAndSizes] : placed) {
-      op->setAttr("mt.offsets", b.getDenseI64ArrayAttr(offsetsAndSizes.first));
-      op->setAttr("mt.sizes", b.getDenseI64ArrayAttr(offsetsAndSizes.second));
+      scheduleAttrs(op).getOffsetsAttrHelper().setAttr(
+          op, b.getDenseI64ArrayAttr(offsetsAndSizes.first));
+      scheduleAttrs(op).getSizesAttrHelper().setAttr(
+          op, b.getDenseI64ArrayAttr(offsetsAndSizes.second));
     }
     // Each template's intermediates get offsets inside the workspace of its calls.
     llvm::SmallPtrSet<Operation *, 8> laidOut;

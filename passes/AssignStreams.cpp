@@ -103,7 +103,7 @@ struct AssignStreamsPass : mt::impl::AssignStreamsPassBase<AssignStreamsPass> {
           continue;
         auto [it, inserted] = event.try_emplace(dep, events);
         if (inserted) {
-          dep->setAttr("mt.record", b.getI64IntegerAttr(events));
+          scheduleAttrs(dep).getRecordAttrHelper().setAttr(dep, b.getI64IntegerAttr(events));
           ++events;
         }
         waits.push_back(it->second);
@@ -113,24 +113,24 @@ struct AssignStreamsPass : mt::impl::AssignStreamsPassBase<AssignStreamsPass> {
       sequence[op] = count[stream]++;
       known[stream][stream] = sequence[op];
       clockAfter[op] = known[stream];
-      op->setAttr("mt.stream", b.getStringAttr(kStreamNames[stream]));
+      scheduleAttrs(op).getStreamAttrHelper().setAttr(op, b.getStringAttr(kStreamNames[stream]));
       if (!waits.empty())
-        op->setAttr("mt.wait", b.getDenseI64ArrayAttr(waits));
+        scheduleAttrs(op).getWaitAttrHelper().setAttr(op, b.getDenseI64ArrayAttr(waits));
     }
-    step->setAttr("mt.events", b.getI64IntegerAttr(events));
+    scheduleAttrs(step).getEventsAttrHelper().setAttr(step, b.getI64IntegerAttr(events));
   }
 
   /// The offsets mt-assign-buffers wrote, back onto the buffers.
   LogicalResult readOffsets(BufferLiveness &liveness) {
     for (DeviceBuffer &buffer : liveness.buffers) {
       if (buffer.resultIndex < 0) {
-        auto workspace = buffer.op->getAttrOfType<DenseI64ArrayAttr>("mt.workspace");
+        auto workspace = scheduleAttrs(buffer.op).getWorkspaceAttrHelper().getAttr(buffer.op);
         if (!workspace)
           return buffer.op->emitOpError("has no mt.workspace; run mt-assign-buffers first");
         buffer.offset = workspace[0];
         continue;
       }
-      auto offsets = buffer.op->getAttrOfType<DenseI64ArrayAttr>("mt.offsets");
+      auto offsets = scheduleAttrs(buffer.op).getOffsetsAttrHelper().getAttr(buffer.op);
       if (!offsets)
         return buffer.op->emitOpError("has no mt.offsets; run mt-assign-buffers first");
       buffer.offset = offsets[buffer.resultIndex];

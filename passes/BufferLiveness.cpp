@@ -192,8 +192,8 @@ int64_t layoutTemplate(func::FuncOp function, bool annotate) {
         dying.emplace(last, std::make_pair(offset, bytes));
     }
     if (annotate) {
-      op->setAttr("mt.offsets", b.getDenseI64ArrayAttr(offsets));
-      op->setAttr("mt.sizes", b.getDenseI64ArrayAttr(sizes));
+      scheduleAttrs(op).getOffsetsAttrHelper().setAttr(op, b.getDenseI64ArrayAttr(offsets));
+      scheduleAttrs(op).getSizesAttrHelper().setAttr(op, b.getDenseI64ArrayAttr(sizes));
     }
     auto [begin, end] = dying.equal_range(i);
     for (auto it = begin; it != end; ++it)

@@ -29,9 +29,10 @@ struct TestPrintBuffersPass : mt::impl::TestPrintBuffersPassBase<TestPrintBuffer
     for (const DeviceBuffer &buffer : liveness.buffers) {
       int64_t offset = -1;
       if (buffer.resultIndex < 0) {
-        if (auto workspace = buffer.op->getAttrOfType<DenseI64ArrayAttr>("mt.workspace"))
+        if (auto workspace = scheduleAttrs(buffer.op).getWorkspaceAttrHelper().getAttr(buffer.op))
           offset = workspace[0];
-      } else if (auto offsets = buffer.op->getAttrOfType<DenseI64ArrayAttr>("mt.offsets")) {
+      } else if (auto offsets =
+                     scheduleAttrs(buffer.op).getOffsetsAttrHelper().getAttr(buffer.op)) {
         offset = offsets[buffer.resultIndex];
       }
       os << buffer.op->getName() << "#" << buffer.first << " "
@@ -39,17 +40,17 @@ struct TestPrintBuffersPass : mt::impl::TestPrintBuffersPassBase<TestPrintBuffer
                                     : "result " + std::to_string(buffer.resultIndex))
          << ": offset " << offset << " bytes " << buffer.bytes << " live [" << buffer.first
          << ", " << buffer.last << "]";
-      if (auto stream = buffer.op->getAttrOfType<StringAttr>("mt.stream"))
+      if (auto stream = scheduleAttrs(buffer.op).getStreamAttrHelper().getAttr(buffer.op))
         os << " stream " << stream.getValue();
       os << "\n";
     }
     for (auto [i, op] : llvm::enumerate(liveness.ops)) {
-      auto waits = op->getAttrOfType<DenseI64ArrayAttr>("mt.wait");
-      auto record = op->getAttrOfType<IntegerAttr>("mt.record");
+      auto waits = scheduleAttrs(op).getWaitAttrHelper().getAttr(op);
+      auto record = scheduleAttrs(op).getRecordAttrHelper().getAttr(op);
       if (!waits && !record)
         continue;
       os << "op#" << i << " " << op->getName();
-      if (auto stream = op->getAttrOfType<StringAttr>("mt.stream"))
+      if (auto stream = scheduleAttrs(op).getStreamAttrHelper().getAttr(op))
         os << " on " << stream.getValue();
       if (waits) {
         os << " waits";
@@ -62,7 +63,7 @@ struct TestPrintBuffersPass : mt::impl::TestPrintBuffersPassBase<TestPrintBuffer
     }
     if (auto arena = step->getAttrOfType<IntegerAttr>("mt.arena_bytes"))
       os << "arena " << arena.getInt() << " bytes\n";
-    if (auto events = step->getAttrOfType<IntegerAttr>("mt.events"))
+    if (auto events = scheduleAttrs(step).getEventsAttrHelper().getAttr(step))
       os << "events " << events.getInt() << "\n";
   }
 };

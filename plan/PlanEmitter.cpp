@@ -160,18 +160,18 @@ public:
         define(result);
         command.add_results(ids.lookup(result));
       }
-      if (auto stream = op.getAttrOfType<StringAttr>("mt.stream")) {
+      if (auto stream = scheduleAttrs(&op).getStreamAttrHelper().getAttr(&op)) {
         command.set_stream(stream.str());
         command.set_record(-1);
-        if (auto record = op.getAttrOfType<IntegerAttr>("mt.record"))
+        if (auto record = scheduleAttrs(&op).getRecordAttrHelper().getAttr(&op))
           command.set_record(record.getInt());
-        if (auto waits = op.getAttrOfType<DenseI64ArrayAttr>("mt.wait"))
+        if (auto waits = scheduleAttrs(&op).getWaitAttrHelper().getAttr(&op))
           for (int64_t id : waits.asArrayRef())
             command.add_waits(id);
       }
       // Device placement: the step's arena, or a call's workspace inside a template.
-      auto offsets = op.getAttrOfType<DenseI64ArrayAttr>("mt.offsets");
-      auto sizes = op.getAttrOfType<DenseI64ArrayAttr>("mt.sizes");
+      auto offsets = scheduleAttrs(&op).getOffsetsAttrHelper().getAttr(&op);
+      auto sizes = scheduleAttrs(&op).getSizesAttrHelper().getAttr(&op);
       if (offsets && sizes)
         for (auto [result, offset, size] :
              llvm::zip(op.getResults(), offsets.asArrayRef(), sizes.asArrayRef()))
@@ -179,7 +179,7 @@ public:
             command.add_offsets(offset);
             command.add_result_bytes(size);
           }
-      if (auto workspace = op.getAttrOfType<DenseI64ArrayAttr>("mt.workspace")) {
+      if (auto workspace = scheduleAttrs(&op).getWorkspaceAttrHelper().getAttr(&op)) {
         command.set_workspace_offset(workspace[0]);
         command.set_workspace_bytes(workspace[1]);
       }
@@ -270,7 +270,7 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
     return failure();
   if (auto arena = step->getAttrOfType<IntegerAttr>("mt.arena_bytes"))
     plan.set_arena_bytes(arena.getInt());
-  if (auto events = step->getAttrOfType<IntegerAttr>("mt.events"))
+  if (auto events = scheduleAttrs(step).getEventsAttrHelper().getAttr(step))
     plan.set_events(events.getInt());
   program.set_loss(returned.front());
   for (int gradient : llvm::ArrayRef<int>(returned).drop_front())

@@ -451,3 +451,21 @@ mt.parameter @ext : tensor<4xf32> {external_file = "m.data"}
 // Tests that a parameter of an integer type is rejected.
 // expected-error @+1 {{attribute 'type' failed to satisfy constraint}}
 mt.parameter @ids : tensor<4xi64>
+
+// -----
+
+// Tests that the schedule's attributes are checked: a stream is h2d, compute or d2h.
+func.func @unknown_stream(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'mt.stream' must be "h2d", "compute" or "d2h", got "gpu"}}
+  %0 = mt.neg %x {mt.stream = "gpu"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that the schedule's arena offsets are an array of integers.
+func.func @offsets_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'mt.offsets' has the wrong kind of value: 3 : i64}}
+  %0 = mt.neg %x {mt.offsets = 3} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
