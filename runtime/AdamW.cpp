@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,6 +15,37 @@
 #include <immintrin.h>
 
 namespace mt {
+
+std::string adamwSettingsError(const plan::AdamW &config) {
+  struct Setting {
+    const char *flag;
+    double value, low;
+    bool lowIncluded, belowOne;
+  } settings[] = {
+      {"--lr", config.lr(), 0, true, false},
+      {"--beta1", config.beta1(), 0, true, true},
+      {"--beta2", config.beta2(), 0, true, true},
+      {"--eps", config.eps(), 0, false, false},
+      {"--weight-decay", config.weight_decay(), 0, true, false},
+      {"--grad-clip", config.grad_clip(), 0, true, false},
+      {"--min-lr", config.min_lr(), 0, true, false},
+  };
+  for (const Setting &s : settings) {
+    bool inRange = std::isfinite(s.value) && (s.lowIncluded ? s.value >= s.low : s.value > s.low) &&
+                   (!s.belowOne || s.value < 1);
+    if (!inRange) {
+      std::string range = s.belowOne      ? "in [0, 1)"
+                          : s.lowIncluded ? "finite and >= 0"
+                                          : "finite and > 0";
+      std::ostringstream message;
+      message << s.flag << " must be " << range << ", got " << s.value;
+      return message.str();
+    }
+  }
+  if (config.warmup() < 0)
+    return "--warmup must be a number of steps >= 0, got " + std::to_string(config.warmup());
+  return "";
+}
 
 double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps) {
   if (config.warmup() > 0 && step <= config.warmup())

@@ -6,8 +6,13 @@
 #include "plan/plan.pb.h"
 
 #include <cstdint>
+#include <string>
 
 namespace mt {
+
+/// Why `config` is not an AdamW mt can run (a setting out of range, named with the value: as
+/// torch.optim.AdamW checks, and eps > 0, every number finite), or "" when it is.
+std::string adamwSettingsError(const plan::AdamW &config);
 
 /// The learning rate of step `step` (from 1): linear warmup over `warmup` steps, then
 /// constant or a cosine decay to `min_lr` at `totalSteps`.

@@ -1,6 +1,10 @@
 // mt-run's options: parsing, checking and the usage text.
 #include "tools/mt-run/Options.h"
 
+#include "runtime/AdamW.h"
+
+#include <cmath>
+
 #include <cstdlib>
 
 namespace mt {
@@ -61,7 +65,19 @@ double numberOf(const std::string &flag, const std::string &value) {
   double number = std::strtod(value.c_str(), &end);
   if (value.empty() || *end != '\0')
     throw UsageError(flag + " needs a number, got '" + value + "'");
+  if (!std::isfinite(number))
+    throw UsageError(flag + " needs a finite number, got '" + value + "'");
   return number;
+}
+
+/// A count: a whole number of at least `low` (steps, seeds, ranks), refused when it is not
+/// one rather than cut to one.
+int64_t countOf(const std::string &flag, const std::string &value, int64_t low) {
+  double number = numberOf(flag, value);
+  if (number != std::floor(number) || number < static_cast<double>(low) || number > 9e15)
+    throw UsageError(flag + " needs a whole number >= " + std::to_string(low) + ", got '" + value +
+                     "'");
+  return static_cast<int64_t>(number);
 }
 
 /// The AdamW flags, each setting one field of the plan's optimizer settings.
@@ -78,13 +94,9 @@ const std::map<std::string, OptimizerFlag> &optimizerFlags() {
          a.set_weight_decay(numberOf("--weight-decay", v));
        }},
       {"--grad-clip",
-       [](plan::AdamW &a, const std::string &v) {
-         a.set_grad_clip(numberOf("--grad-clip", v));
-       }},
+       [](plan::AdamW &a, const std::string &v) { a.set_grad_clip(numberOf("--grad-clip", v)); }},
       {"--warmup",
-       [](plan::AdamW &a, const std::string &v) {
-         a.set_warmup(static_cast<int64_t>(numberOf("--warmup", v)));
-       }},
+       [](plan::AdamW &a, const std::string &v) { a.set_warmup(countOf("--warmup", v, 0)); }},
       {"--min-lr",
        [](plan::AdamW &a, const std::string &v) { a.set_min_lr(numberOf("--min-lr", v)); }},
       {"--no-decay", [](plan::AdamW &a, const std::string &v) { a.set_no_decay(v); }},
@@ -133,9 +145,9 @@ Options parseOptions(int argc, char **argv) {
     else if (arg == "--check-kernels")
       options.checkKernels = true;
     else if (arg == "--nproc-per-node")
-      options.processes = static_cast<int>(numberOf(arg, take()));
+      options.processes = static_cast<int>(countOf(arg, take(), 1));
     else if (arg == "--ranks")
-      options.ranks = static_cast<int>(numberOf(arg, take()));
+      options.ranks = static_cast<int>(countOf(arg, take(), 1));
     else if (arg == "--serialize")
       options.serialize = true;
     else if (arg == "--trace")
@@ -143,7 +155,7 @@ Options parseOptions(int argc, char **argv) {
     else if (arg == "--check-schedule")
       options.checkSchedule = true;
     else if (arg == "--ignore-event")
-      options.ignoredEvent = static_cast<int>(numberOf(arg, take()));
+      options.ignoredEvent = static_cast<int>(countOf(arg, take(), 0));
     else if (arg == "--check-tolerance")
       options.checkTolerance = numberOf(arg, take());
     else if (arg == "--help")
@@ -153,7 +165,7 @@ Options parseOptions(int argc, char **argv) {
     else if (arg == "--data-dtype")
       options.dataDtype = take();
     else if (arg == "--steps")
-      options.steps = static_cast<int64_t>(numberOf(arg, take()));
+      options.steps = countOf(arg, take(), 1);
     else if (arg == "--backend")
       options.backend = take();
     else if (arg == "--init")
@@ -164,7 +176,7 @@ Options parseOptions(int argc, char **argv) {
         throw std::runtime_error("--pad-token-id must be a token id (an integer >= 0)");
       options.padTokenId = static_cast<int64_t>(id);
     } else if (arg == "--seed")
-      options.seed = static_cast<uint64_t>(numberOf(arg, take()));
+      options.seed = static_cast<uint64_t>(countOf(arg, take(), 0));
     else if (arg == "--metrics")
       options.metrics = take();
     else if (arg == "--save-weights")
@@ -177,21 +189,25 @@ Options parseOptions(int argc, char **argv) {
       options.weightsMap = take();
     else if (auto flag = optimizerFlags().find(arg); flag != optimizerFlags().end()) {
       std::string value = take();
-      plan::AdamW check; // a bad value is a usage error now, not after loading the plan
+      // A bad value is a usage error now, not after loading the plan: the one setting checked
+      // over torch's defaults.
+      plan::AdamW check;
+      check.set_lr(1e-3);
+      check.set_beta1(0.9);
+      check.set_beta2(0.999);
+      check.set_eps(1e-8);
       flag->second(check, value);
+      if (std::string error = adamwSettingsError(check); !error.empty())
+        throw UsageError(error);
       options.optimizer.emplace_back(flag->second, value);
     } else
       throw UsageError("unknown option " + arg);
   }
   if (options.plan.empty() && options.calibrate.empty())
     throw UsageError("no plan given");
-  if (options.ranks < 1)
-    throw std::runtime_error("--ranks must be at least 1");
   if (options.ranks > 1 && options.processes > 0)
     throw std::runtime_error("--ranks (threads) and --nproc-per-node (processes) exclude each "
                              "other");
-  if (options.steps < 1)
-    throw std::runtime_error("--steps must be at least 1");
   if (options.init != "model" && options.init != "random")
     throw std::runtime_error("--init must be model or random, got " + options.init);
   if (!options.weights.empty() && options.init == "random")

@@ -188,6 +188,8 @@ int train(const Options &options) {
   for (const auto &[flag, value] : options.optimizer)
     flag(*plan.mutable_optimizer(), value);
   const plan::AdamW &adamw = plan.optimizer();
+  if (std::string error = adamwSettingsError(adamw); !error.empty())
+    throw std::runtime_error("AdamW of the plan with the flags given: " + error);
   std::regex noDecay(adamw.no_decay().empty() ? "$^" : adamw.no_decay());
 
   std::string planDir = options.plan.find('/') == std::string::npos
