@@ -167,6 +167,18 @@ def AccumulateGradientsPass : Pass<"mt-accumulate-gradients", "mlir::ModuleOp"> 
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
 }
 
+def DevicePrecisionPass : Pass<"mt-device-precision", "mlir::ModuleOp"> {
+  let summary = "Records how the device stores floats, which device buffer sizes read";
+  let description = [{
+    With `float-bytes` 4 (`mtc --device-precision=fp32`), the module's
+    `mt.device_float_bytes` says that every float lives on the device in fp32; with 2, the
+    default (bf16 storage, fp32 accumulation), the module is left as it is.
+  }];
+  let options = [
+    Option<"floatBytes", "float-bytes", "int64_t", "2", "Bytes of a float on the device: 2 or 4">,
+  ];
+}
+
 def RecomputePass : Pass<"mt-recompute", "mlir::ModuleOp"> {
   let summary = "Checkpoints every K layers; the backward recomputes each block's inputs";
   let description = [{

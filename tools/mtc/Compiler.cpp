@@ -245,6 +245,40 @@ FailureOr<double> deviceBudget() {
   return *bytes;
 }
 
+/// The schedule's passes with recompute interval `k`.
+void buildScheduleStages(OpPassManager &pm, int64_t k) {
+  SchedulePipelineOptions options;
+  options.recomputeInterval = k;
+  options.checkpointsOnDevice = checkpoints == "device";
+  buildSchedulePassPipeline(pm, options);
+}
+
+/// The passes from the raised graph to the training step with `layerMajor` micro-batches in
+/// it: the device's float storage, then mt-train.
+void buildTrainStages(OpPassManager &pm, int64_t layerMajor) {
+  DevicePrecisionPassOptions precision;
+  precision.floatBytes = devicePrecision == "fp32" ? 4 : 2;
+  pm.addPass(createDevicePrecisionPass(precision));
+  TrainPipelineOptions train;
+  train.segmentLayers = segmentLayers.getValue();
+  train.layerMajorMicroBatches = layerMajor;
+  buildTrainPassPipeline(pm, train);
+}
+
+/// Every pass mtc ran on the imported graph, with the options it chose (K 0: not
+/// scheduled), as mt-opt --pass-pipeline takes them: that pipeline reproduces mtc's IR.
+std::string pipelineText(MLIRContext *context, int64_t layerMajor, int64_t interval) {
+  PassManager pm(context, ModuleOp::getOperationName());
+  buildRaisePassPipeline(pm);
+  buildTrainStages(pm, layerMajor);
+  if (interval > 0)
+    buildScheduleStages(pm, interval);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  return os.str();
+}
+
 /// The scheduled step's peak device memory: its arena and the reserve beside it.
 int64_t peakDeviceBytes(ModuleOp module) {
   return module.lookupSymbol<func::FuncOp>("train_step")
@@ -275,10 +309,7 @@ FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget, bo
   for (int64_t k : candidates) {
     OwningOpRef<ModuleOp> attempt = module->clone();
     PassManager pm(module->getContext());
-    SchedulePipelineOptions options;
-    options.recomputeInterval = k;
-    options.checkpointsOnDevice = checkpoints == "device";
-    buildSchedulePassPipeline(pm, options);
+    buildScheduleStages(pm, k);
     if (failed(pm.run(*attempt)))
       return failure();
     int64_t arena = peakDeviceBytes(*attempt);
@@ -305,7 +336,8 @@ FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget, bo
   return failure();
 }
 
-void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &os) {
+void printSummary(ModuleOp module, const StepEstimate *step, const std::string &pipeline,
+                  llvm::raw_ostream &os) {
   ModelSummary s = summarize(module);
   auto source = module->getAttrOfType<StringAttr>("mt.source");
   if (summary == Summary::Json) {
@@ -341,6 +373,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &
       object["micro_batches"] = static_cast<int64_t>(microBatches);
       object["checkpoints"] = step->checkpointsOnDevice ? "device" : "host";
       object["target"] = target.getValue();
+      object["pipeline"] = pipeline;
     }
     os << llvm::json::Value(std::move(object)) << "\n";
     return;
@@ -374,10 +407,12 @@ void printSummary(ModuleOp module, const StepEstimate *step, llvm::raw_ostream &
   os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",
                       formatBytes(step->h2dBytesPerStep), formatBytes(step->d2hBytesPerStep),
                       step->flopsPerStep, step->predictedStepSeconds, target.getValue());
+  os << "pipeline    " << pipeline << "\n";
 }
 
 /// Writes the plan to -o, and the bytes of inline parameters to a weights file beside it.
-bool writePlan(ModuleOp module, const StepEstimate &step) {
+bool writePlan(ModuleOp module, const StepEstimate &step, const std::string &pipeline,
+               double deviceBudgetBytes) {
   if (outputPath == "-") {
     llvm::errs() << "mtc: a plan is binary; name its file with -o model.mtp\n";
     return false;
@@ -392,6 +427,8 @@ bool writePlan(ModuleOp module, const StepEstimate &step) {
   plan.set_model_flops(step.flopsPerStep);
   plan.set_recompute_interval(step.recomputeInterval);
   plan.set_predicted_step_seconds(step.predictedStepSeconds);
+  plan.set_pipeline(pipeline);
+  plan.set_device_memory_budget(deviceBudgetBytes);
   DeviceReserve reserve = deviceReserve(module);
   plan.set_scratch_bytes(reserve.scratch);
   plan.set_blas_workspace_bytes(reserve.blasWorkspace);
@@ -444,6 +481,8 @@ int compilerMain(int argc, char **argv) {
       return 1;
   }
   std::optional<StepEstimate> step;
+  std::string pipeline;         // what ran, for mt-opt (from Stage::Train on)
+  double deviceBudgetBytes = 0; // what the scheduled plan was fitted to
   if (stage >= Stage::Train) {
     // Layer-major accumulation crosses PCIe once per step, so it comes first; when its plan
     // does not fit the device (it keeps every micro-batch's activations of a layer), the
@@ -460,15 +499,10 @@ int compilerMain(int argc, char **argv) {
     for (auto [attempt, candidate] : llvm::enumerate(modes)) {
       bool last = attempt + 1 == modes.size();
       OwningOpRef<ModuleOp> trained = module->clone();
-      if (devicePrecision == "fp32")
-        (*trained)->setAttr(kDeviceFloatBytes, Builder(&context).getI64IntegerAttr(4));
       PassManager pm(&context);
-      TrainPipelineOptions train;
-      train.segmentLayers = segmentLayers.getValue();
       // Sample-major micro-batches are the runtime running the step once each; layer-major
       // ones are in the step.
-      train.layerMajorMicroBatches = candidate == "layer-major" ? microBatches.getValue() : 1;
-      buildTrainPassPipeline(pm, train);
+      buildTrainStages(pm, candidate == "layer-major" ? microBatches.getValue() : 1);
       if (failed(pm.run(*trained)))
         return 1;
       if (stage >= Stage::Schedule && schedule) {
@@ -482,6 +516,7 @@ int compilerMain(int argc, char **argv) {
           continue;
         }
         interval = *chosen;
+        deviceBudgetBytes = *budget;
       }
       module = std::move(trained);
       mode = candidate;
@@ -491,11 +526,13 @@ int compilerMain(int argc, char **argv) {
     if (failed(estimated))
       return 1;
     step = *estimated;
+    pipeline = pipelineText(&context, mode == "layer-major" ? microBatches.getValue() : 1,
+                            stage >= Stage::Schedule && schedule ? interval : 0);
     if (stage >= Stage::Schedule && schedule)
       step->peakDeviceBytes = peakDeviceBytes(*module);
   }
   if (stage == Stage::Plan && summary == Summary::None)
-    return writePlan(*module, *step) ? 0 : 1;
+    return writePlan(*module, *step, pipeline, deviceBudgetBytes) ? 0 : 1;
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
@@ -504,7 +541,7 @@ int compilerMain(int argc, char **argv) {
     return 1;
   }
   if (summary != Summary::None)
-    printSummary(*module, step ? &*step : nullptr, output->os());
+    printSummary(*module, step ? &*step : nullptr, pipeline, output->os());
   else if (stage == Stage::Timeline)
     output->os() << timelineJson(*step) << "\n";
   else
