@@ -4,6 +4,9 @@
 # and carried:
 #   device run: scripts/device-suite.sh   carry: build/tools/mt-run build/test/mt-gpu-*
 #   build/test/mt-adamw-test build/device
+# The whole zoo's plans and the tree pass the device tool's 64 MiB: carry half of the zoo
+# (build/device/zoo's *.mask.mtp and their .weights, or the others) a call, with
+# SUITE_PARTS=zoo in the second.
 # Each part's output goes to NAME.txt in $OUT/suite.tar.gz (the device tool brings back few
 # files), a line per part to $OUT/summary.txt; the exit code counts the parts that failed.
 # SUITE_PARTS (a regex over part names) runs a subset; SUITE_SKIP (another) leaves parts out.
