@@ -43,6 +43,20 @@ StepInputs::StepInputs(const plan::Plan &plan, int64_t padTokenId)
                              std::to_string(plan.vocabulary()));
 }
 
+void StepInputs::checkData(const TokenData &data) const {
+  data.checkVocabulary(plan.vocabulary());
+  if (!languageModel)
+    return;
+  int64_t parts = everyMicroBatch ? std::max<int64_t>(1, plan.micro_batches()) : 1;
+  int64_t needed = parts * batchSize * (sequenceLength + 1);
+  if (data.size() < needed)
+    throw std::runtime_error(
+        "the data holds " + std::to_string(data.size()) +
+        " tokens, fewer than one run of the step takes: " + std::to_string(parts * batchSize) +
+        " sequences of " + std::to_string(sequenceLength) + " tokens and the next one, " +
+        std::to_string(needed));
+}
+
 StepInputValues StepInputs::next(TokenData &data) const {
   StepInputValues inputs;
   if (!languageModel) {

@@ -30,6 +30,11 @@ public:
   /// Whether one run of the step takes every micro-batch (a layer-major plan).
   bool layerMajor() const { return everyMicroBatch; }
 
+  /// Refuses `data` before any work: a token id beyond the vocabulary anywhere in it, or, for
+  /// a language model, fewer tokens than one run of the step takes (it would wrap within a
+  /// batch).
+  void checkData(const TokenData &data) const;
+
   /// The next run of the step from `data`. A language model takes input_ids and targets (and
   /// its attention_mask: all ones, packed sequences, or 0 at padding), every micro-batch of a
   /// layer-major plan at once (suffixed ".m"); a test graph's integer inputs each take the

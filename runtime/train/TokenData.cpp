@@ -2,7 +2,9 @@
 #include "runtime/train/TokenData.h"
 
 #include "runtime/KernelShapes.h"
+#include "runtime/ThreadPool.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -53,6 +55,27 @@ TokenData::TokenData(const std::string &path, const std::string &dtype) : path(p
   }
   if (tokens.empty())
     throw std::runtime_error(path + " holds no tokens");
+}
+
+void TokenData::checkVocabulary(int64_t vocabulary) const {
+  if (vocabulary <= 0)
+    return;
+  // Each part's first bad position; the lowest of them is the file's first.
+  int64_t parts = std::max<int64_t>(1, std::min<int64_t>(parallelism(), size() / 65536));
+  std::vector<int64_t> firstBad(parts, -1);
+  runParallel(parts, [&](int64_t part) {
+    int64_t begin = size() * part / parts, end = size() * (part + 1) / parts;
+    for (int64_t i = begin; i < end; ++i)
+      if (tokens[i] >= vocabulary) {
+        firstBad[part] = i;
+        return;
+      }
+  });
+  for (int64_t position : firstBad)
+    if (position >= 0)
+      throw std::runtime_error(path + ": token " + std::to_string(tokens[position]) +
+                               " at position " + std::to_string(position) +
+                               " is not below the vocabulary size " + std::to_string(vocabulary));
 }
 
 Batch TokenData::next(int64_t batch, int64_t length, int64_t vocabulary) {

@@ -31,6 +31,11 @@ public:
   /// position of a token id >= vocabulary.
   Batch next(int64_t batch, int64_t length, int64_t vocabulary);
 
+  /// Throws naming the first position (and id) of a token id >= `vocabulary` in the whole
+  /// file, scanned on every core: a bad token is an error before the first step, not at the
+  /// step that reaches it.
+  void checkVocabulary(int64_t vocabulary) const;
+
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   const std::string &format() const { return formatName; }
 

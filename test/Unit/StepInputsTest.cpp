@@ -128,6 +128,26 @@ int main(int argc, char **argv) {
   check(errorOf([&] { mt::StepInputs(none, -1); }) ==
             "the plan has no [batch, sequence] token input",
         "no token input");
+  // The whole file is checked before any work: a bad token however late, and a file shorter
+  // than one run.
+  std::vector<uint16_t> late(300000, 7);
+  late[250001] = 60;
+  late[260000] = 70;
+  mt::TokenData lateBad = streamOf(late, dir + "/late.tokens");
+  check(errorOf([&] {
+          packed.checkData(lateBad);
+        }).find("token 60 at position 250001 is not below the vocabulary size 50") !=
+            std::string::npos,
+        "the first bad token of a long file");
+  mt::TokenData shortData = streamOf({1, 2, 3, 4, 5, 6, 7}, dir + "/short.tokens");
+  check(errorOf([&] { packed.checkData(shortData); }) ==
+            "the data holds 7 tokens, fewer than one run of the step takes: 2 sequences of 3 "
+            "tokens and the next one, 8",
+        "a file shorter than one batch");
+  packed.checkData(data);
+  std::printf("data: a bad token anywhere and a file shorter than a batch are refused up "
+              "front\n");
+
   std::printf("errors: a token beyond the vocabulary, a pad token without a mask or beyond the "
               "vocabulary, no token input\n");
   return 0;

@@ -241,6 +241,7 @@ int train(const Options &options) {
 #endif
   TokenData data(options.data, options.dataDtype);
   StepInputs stepInputs(plan, options.padTokenId);
+  stepInputs.checkData(data);
   int64_t batch = stepInputs.batch(), length = stepInputs.length();
   host::Executor<float> executor(plan);
 
