@@ -37,14 +37,15 @@ std::optional<std::string> initializerBytes(const onnx::TensorProto &tensor, int
 
 } // namespace
 
-LogicalResult writeInlineWeights(ModuleOp module, llvm::StringRef weightsPath) {
+FailureOr<bool> writeInlineWeights(ModuleOp module, llvm::StringRef weightsPath,
+                                   llvm::StringRef writtenPath) {
   llvm::SmallVector<ParameterOp> inlined;
   for (ParameterOp parameter : module.getOps<ParameterOp>())
     if (!parameter.getExternalFile())
       inlined.push_back(parameter);
   auto source = module->getAttrOfType<StringAttr>("mt.source");
   if (inlined.empty() || !source || source.getValue().ends_with(".mlir"))
-    return success();
+    return false;
 
   onnx::ModelProto model;
   if (failed(readModel(source.getValue(), *module.getContext(), model)))
@@ -54,9 +55,9 @@ LogicalResult writeInlineWeights(ModuleOp module, llvm::StringRef weightsPath) {
     initializers[tensor.name()] = &tensor;
 
   std::error_code error;
-  llvm::raw_fd_ostream out(weightsPath, error);
+  llvm::raw_fd_ostream out(writtenPath, error);
   if (error)
-    return module.emitError("cannot write ") << weightsPath << ": " << error.message();
+    return module.emitError("cannot write ") << writtenPath << ": " << error.message();
   // Absolute, so that the plan emitter can tell this file from the model's own external data.
   llvm::SmallString<256> absolute(weightsPath);
   llvm::sys::fs::make_absolute(absolute);
@@ -67,15 +68,25 @@ LogicalResult writeInlineWeights(ModuleOp module, llvm::StringRef weightsPath) {
     int64_t length = numElements(type.getShape()) * type.getElementTypeBitWidth() / 8;
     const onnx::TensorProto *tensor = initializers.lookup(parameter.getSymName());
     std::optional<std::string> bytes = tensor ? initializerBytes(*tensor, length) : std::nullopt;
-    if (!bytes)
+    if (!bytes) {
+      out.close();
+      llvm::sys::fs::remove(writtenPath);
       return parameter.emitOpError("has no complete inline initializer in ") << source.getValue();
+    }
     out << *bytes;
     parameter.setExternalFileAttr(b.getStringAttr(absolute));
     parameter.setOffsetAttr(b.getI64IntegerAttr(offset));
     parameter.setLengthAttr(b.getI64IntegerAttr(length));
     offset += length;
   }
-  return success();
+  out.close();
+  if (out.has_error()) {
+    std::string why = out.error().message();
+    out.clear_error();
+    llvm::sys::fs::remove(writtenPath);
+    return module.emitError("cannot write ") << writtenPath << ": " << why;
+  }
+  return true;
 }
 
 } // namespace mt

@@ -10,10 +10,13 @@
 namespace mt {
 
 /// For each mt.parameter without external data, appends its initializer's bytes (read from
-/// the model named by the module's `mt.source`) to `weightsPath` and points the parameter
-/// there. Writes no file when every parameter is external. Parameters of a module that did
-/// not come from ONNX keep no data (mt-run then needs --init=random).
-mlir::LogicalResult writeInlineWeights(mlir::ModuleOp module, llvm::StringRef weightsPath);
+/// the model named by the module's `mt.source`) to the file `writtenPath` and points the
+/// parameter at `weightsPath`, where the caller moves that file once everything it writes is
+/// complete. Returns whether it wrote the file: not when every parameter is external.
+/// Parameters of a module that did not come from ONNX keep no data (mt-run then needs
+/// --init=random).
+mlir::FailureOr<bool> writeInlineWeights(mlir::ModuleOp module, llvm::StringRef weightsPath,
+                                         llvm::StringRef writtenPath);
 
 } // namespace mt
 

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <limits>
 
 using namespace mlir;
 
@@ -33,12 +34,20 @@ llvm::Error parseInputShape(llvm::StringRef spec, ImportOptions &options) {
   llvm::SmallVector<int64_t, 4> shape;
   llvm::SmallVector<llvm::StringRef, 4> parts;
   dims.split(parts, 'x');
+  // Elements of 8 bytes each must be countable in bytes: a larger tensor wraps every size.
+  constexpr int64_t kMostElements = std::numeric_limits<int64_t>::max() / 8;
+  int64_t elements = 1;
   for (llvm::StringRef part : parts) {
     int64_t dim;
     if (part.getAsInteger(10, dim) || dim <= 0)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "--input-shape '" + spec.str() +
                                          "' should be NAME:DxDx... with positive sizes");
+    if (dim > kMostElements / elements)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--input-shape '" + spec.str() +
+                                         "' has more elements than sizes can count");
+    elements *= dim;
     shape.push_back(dim);
   }
   if (name.empty() || dims.empty())

@@ -23,6 +23,7 @@
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -417,11 +418,21 @@ bool writePlan(ModuleOp module, const StepEstimate &step, const std::string &pip
     llvm::errs() << "mtc: a plan is binary; name its file with -o model.mtp\n";
     return false;
   }
-  if (failed(writeInlineWeights(module, outputPath + ".weights")))
+  // The plan and its weights are written beside their files and moved over them once both
+  // are complete: a compile that is killed or runs out of disk leaves the previous pair whole.
+  std::string weightsPath = outputPath + ".weights", partialWeights = weightsPath + ".partial";
+  FailureOr<bool> wroteWeights = writeInlineWeights(module, weightsPath, partialWeights);
+  if (failed(wroteWeights))
     return false;
+  auto dropPartials = [&] {
+    if (*wroteWeights)
+      llvm::sys::fs::remove(partialWeights);
+  };
   plan::Plan plan;
-  if (failed(emitPlan(module, llvm::sys::path::parent_path(outputPath), plan)))
+  if (failed(emitPlan(module, llvm::sys::path::parent_path(outputPath), plan))) {
+    dropPartials();
     return false;
+  }
   plan.set_micro_batches(microBatches);
   plan.set_accumulation(step.accumulation);
   plan.set_model_flops(step.flopsPerStep);
@@ -434,14 +445,38 @@ bool writePlan(ModuleOp module, const StepEstimate &step, const std::string &pip
   plan.set_blas_workspace_bytes(reserve.blasWorkspace);
   plan.set_input_bytes(reserve.inputs);
   plan.set_constant_bytes(reserve.constants);
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
-  if (!output) {
-    llvm::errs() << "mtc: " << error << "\n";
+  std::string partial = outputPath + ".partial", error;
+  {
+    std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(partial, &error);
+    if (!output) {
+      dropPartials();
+      llvm::errs() << "mtc: " << error << "\n";
+      return false;
+    }
+    output->os() << plan.SerializeAsString();
+    output->os().flush();
+    if (output->os().has_error()) {
+      dropPartials();
+      llvm::errs() << "mtc: cannot write " << partial << ": " << output->os().error().message()
+                   << "\n";
+      output->os().clear_error();
+      return false; // the partial plan goes with `output`
+    }
+    output->keep();
+  }
+  // The weights move first, then the plan: only a crash between the two renames pairs the
+  // previous plan with the new weights.
+  std::error_code moved;
+  if (*wroteWeights)
+    moved = llvm::sys::fs::rename(partialWeights, weightsPath);
+  if (!moved)
+    moved = llvm::sys::fs::rename(partial, outputPath);
+  if (moved) {
+    dropPartials();
+    llvm::sys::fs::remove(partial);
+    llvm::errs() << "mtc: cannot write " << outputPath << ": " << moved.message() << "\n";
     return false;
   }
-  output->os() << plan.SerializeAsString();
-  output->keep();
   return true;
 }
 
