@@ -8,6 +8,7 @@
 #include <google/protobuf/io/coded_stream.h>
 
 #include <climits>
+#include <stdexcept>
 
 using namespace mlir;
 
@@ -20,7 +21,15 @@ LogicalResult readModel(llvm::StringRef path, MLIRContext &context, onnx::ModelP
     return emitError(loc) << "cannot read " << path << ": " << buffer.getError().message();
   llvm::StringRef bytes = (*buffer)->getBuffer();
   if (path.ends_with(".onnxtxt")) {
-    onnx::Status status = onnx::OnnxParser::Parse(model, bytes.str().c_str());
+    // libonnx's parser reads numbers with std::stof and friends, which throw on text such as
+    // ".0" or "-,": that is malformed text too, not a crash.
+    onnx::Status status;
+    try {
+      status = onnx::OnnxParser::Parse(model, bytes.str().c_str());
+    } catch (const std::exception &error) {
+      return emitError(loc) << "malformed ONNX text: a number it cannot read (" << error.what()
+                            << ")";
+    }
     if (!status.IsOK())
       return emitError(loc) << "malformed ONNX text: " << status.ErrorMessage();
     return success();

@@ -113,10 +113,27 @@ int32_t GraphImporter::dataTypeOf(const ImportedValue &value) {
   return onnx::TensorProto::UNDEFINED;
 }
 
+/// Why `tensor`'s dimensions cannot be those of a tensor: a negative one, or more elements than
+/// bytes can count; "" when they can.
+static std::string dimsError(const onnx::TensorProto &tensor) {
+  // Elements of up to 8 bytes each must be countable in bytes.
+  constexpr int64_t kMostElements = std::numeric_limits<int64_t>::max() / 8;
+  int64_t elements = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0)
+      return "has a negative dimension (" + std::to_string(d) + ")";
+    if (d > 0 && elements > kMostElements / d)
+      return "has more elements than sizes can count";
+    elements *= d;
+  }
+  return "";
+}
+
 std::optional<HostTensor> GraphImporter::decodeTensor(const onnx::TensorProto &tensor) {
-  HostTensor result =
-      HostTensor::zeros(tensor.data_type(), Shape(tensor.dims().begin(), tensor.dims().end()));
-  int64_t count = result.size();
+  if (!dimsError(tensor).empty())
+    return std::nullopt;
+  Shape shape(tensor.dims().begin(), tensor.dims().end());
+  int64_t count = numElements(shape);
   std::string external;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
     std::optional<std::string> bytes = readExternalData(tensor);
@@ -125,6 +142,15 @@ std::optional<HostTensor> GraphImporter::decodeTensor(const onnx::TensorProto &t
     external = std::move(*bytes);
   }
   const std::string &raw = external.empty() ? tensor.raw_data() : external;
+  // Dimensions larger than the data stored are refused before anything is allocated for them.
+  int64_t stored = !raw.empty() ? static_cast<int64_t>(raw.size())
+                   : tensor.data_type() == onnx::TensorProto::FLOAT  ? tensor.float_data_size()
+                   : tensor.data_type() == onnx::TensorProto::DOUBLE ? tensor.double_data_size()
+                   : tensor.data_type() == onnx::TensorProto::INT64  ? tensor.int64_data_size()
+                                                                     : tensor.int32_data_size();
+  if (count > stored)
+    return std::nullopt;
+  HostTensor result = HostTensor::zeros(tensor.data_type(), shape);
   auto fromRaw = [&](auto sample) {
     using T = decltype(sample);
     if (raw.size() != count * sizeof(T))
@@ -332,6 +358,8 @@ LogicalResult GraphImporter::importInitializers() {
   signature = readExportSignature(model.graph());
   for (const onnx::TensorProto &tensor : model.graph().initializer()) {
     Location loc = locationOf(tensor.name());
+    if (std::string error = dimsError(tensor); !error.empty())
+      return emitError(loc) << "initializer '" << tensor.name() << "' " << error;
     if (!elementType(tensor.data_type()))
       return emitError(loc) << "initializer '" << tensor.name() << "' has unsupported data type "
                             << onnx::TensorProto::DataType_Name(

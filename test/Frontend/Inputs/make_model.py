@@ -103,9 +103,38 @@ def fp16_scalar():
     return model([helper.make_node("Add", ["x", "eps"], ["y"], name="add_eps")], [x], [y], [eps])
 
 
+def with_dims(tensor, dims):
+    """`tensor` claiming `dims`, whatever data it holds."""
+    del tensor.dims[:]
+    tensor.dims.extend(dims)
+    return tensor
+
+
+def negative_dims():
+    w = with_dims(helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [1, 2, 3, 4]), [-1, 4])
+    return model([helper.make_node("Add", ["x", "w"], ["y"], name="add_w")],
+                 [f32("x", [2, 2])], [f32("y", [2, 2])], [w])
+
+
+def countless_dims():
+    w = with_dims(helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [1, 2, 3, 4]),
+                  [1 << 40, 1 << 40])
+    return model([helper.make_node("Add", ["x", "w"], ["y"], name="add_w")],
+                 [f32("x", [2, 2])], [f32("y", [2, 2])], [w])
+
+
+def short_constant():
+    # A Constant claiming 2^31 x 4 int64s, holding 4: its data is refused before any memory
+    # is taken for the dimensions it claims.
+    value = with_dims(ints("v", [1, 2, 3, 4]), [1 << 31, 4])
+    return model([helper.make_node("Constant", [], ["c"], name="big_constant", value=value),
+                  helper.make_node("Reshape", ["x", "c"], ["y"], name="reshape")],
+                 [f32("x", [2, 2])], [f32("y", [4])])
+
+
 CASES = {name: fn for name, fn in globals().items()
          if callable(fn) and fn.__module__ == __name__ and name not in
-         ("f32", "i64", "ints", "scalar", "model")}
+         ("f32", "i64", "ints", "scalar", "model", "with_dims")}
 
 if __name__ == "__main__":
     case, out = sys.argv[1], sys.argv[2]
