@@ -3,9 +3,11 @@
 
 #include "plan/PlanFormat.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -90,6 +92,32 @@ int64_t numElements(const plan::TensorType &type) {
   return n;
 }
 
+namespace {
+
+/// Why `type` is no tensor type a plan can hold: a dtype not set, a negative dimension, or
+/// more elements than bytes can count; "" when it is one.
+std::string typeError(const plan::TensorType &type) {
+  if (type.dtype() == plan::DTYPE_UNSPECIFIED || !plan::DType_IsValid(type.dtype()))
+    return "has no element type";
+  constexpr int64_t kMostElements = std::numeric_limits<int64_t>::max() / 8;
+  int64_t elements = 1;
+  for (int64_t d : type.shape()) {
+    if (d < 0)
+      return "has a negative dimension (" + std::to_string(d) + ")";
+    if (d > 0 && elements > kMostElements / d)
+      return "has more elements than sizes can count";
+    elements *= d;
+  }
+  return "";
+}
+
+bool sameType(const plan::TensorType &a, const plan::TensorType &b) {
+  return a.dtype() == b.dtype() &&
+         std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end());
+}
+
+} // namespace
+
 std::string readFileBytes(const std::string &path, const std::string &what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -124,10 +152,16 @@ plan::Plan loadPlan(const std::string &path) {
     };
     for (int v = 0; v < values; ++v) {
       const plan::Value &value = program.values(v);
+      if (std::string error = typeError(value.type()); !error.empty())
+        fail("value " + std::to_string(v) + " " + error);
       if (value.has_parameter() &&
           (value.parameter() < 0 || value.parameter() >= plan.parameters_size()))
         fail("value " + std::to_string(v) + " reads parameter " +
              std::to_string(value.parameter()) + " of " + std::to_string(plan.parameters_size()));
+      if (value.has_parameter() &&
+          !sameType(value.type(), plan.parameters(value.parameter()).type()))
+        fail("value " + std::to_string(v) + " reads parameter " +
+             plan.parameters(value.parameter()).name() + " as another type");
       if (value.has_input() && (value.input() < 0 || value.input() >= program.inputs_size()))
         fail("value " + std::to_string(v) + " is input " + std::to_string(value.input()) +
              " of " + std::to_string(program.inputs_size()));
@@ -167,6 +201,13 @@ plan::Plan loadPlan(const std::string &path) {
       checkId(input.value(), "input " + input.name());
   };
 
+  // Parameters first: the programs' reads are checked against them.
+  for (const plan::Parameter &parameter : plan.parameters()) {
+    if (std::string error = typeError(parameter.type()); !error.empty())
+      fail("parameter " + parameter.name() + " " + error);
+    if (!isFloatDType(parameter.type().dtype()))
+      fail("parameter " + parameter.name() + " is not a float tensor: AdamW trains floats");
+  }
   for (const plan::Template &layer : plan.templates())
     checkProgram(layer.body(), "template " + layer.name(),
                  {layer.results().begin(), layer.results().end()});
@@ -176,6 +217,17 @@ plan::Plan loadPlan(const std::string &path) {
   if (plan.step().gradients_size() != plan.parameters_size())
     fail("it has " + std::to_string(plan.step().gradients_size()) + " gradients for " +
          std::to_string(plan.parameters_size()) + " parameters");
+  const plan::TensorType &loss = plan.step().values(plan.step().loss()).type();
+  if (!isFloatDType(loss.dtype()) || numElements(loss) != 1)
+    fail("the loss is not one float");
+  for (int p = 0; p < plan.parameters_size(); ++p) {
+    const plan::TensorType &gradient = plan.step().values(plan.step().gradients(p)).type();
+    const plan::TensorType &parameter = plan.parameters(p).type();
+    if (!isFloatDType(gradient.dtype()) ||
+        !std::equal(gradient.shape().begin(), gradient.shape().end(), parameter.shape().begin(),
+                    parameter.shape().end()))
+      fail("the gradient of " + plan.parameters(p).name() + " is not a float tensor of its shape");
+  }
   for (const plan::Parameter &parameter : plan.parameters())
     if (parameter.layer() < -1)
       fail("parameter " + parameter.name() + " is in layer " + std::to_string(parameter.layer()));

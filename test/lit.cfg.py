@@ -37,7 +37,7 @@ config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools"
 config.substitutions.append(("%mtc", os.path.join(config.mt_obj_root, "tools", "mtc")))
 for test in ("mt-adamw-test", "mt-update-queue-test", "mt-rendezvous-test",
              "mt-data-parallel-test", "mt-step-inputs-test",
-             "mt-training-log-test"):
+             "mt-training-log-test", "mt-plan-loader-test"):
     config.substitutions.append(("%" + test, os.path.join(config.mt_obj_root, "test", test)))
 # Fixture scripts need Debian's python3 (torch, onnx), not the interpreter running lit.
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
