@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "plan/DeviceLayout.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -17,7 +18,6 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
-#include <limits>
 
 using namespace mlir;
 
@@ -34,22 +34,18 @@ llvm::Error parseInputShape(llvm::StringRef spec, ImportOptions &options) {
   llvm::SmallVector<int64_t, 4> shape;
   llvm::SmallVector<llvm::StringRef, 4> parts;
   dims.split(parts, 'x');
-  // Elements of 8 bytes each must be countable in bytes: a larger tensor wraps every size.
-  constexpr int64_t kMostElements = std::numeric_limits<int64_t>::max() / 8;
-  int64_t elements = 1;
   for (llvm::StringRef part : parts) {
     int64_t dim;
     if (part.getAsInteger(10, dim) || dim <= 0)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "--input-shape '" + spec.str() +
                                          "' should be NAME:DxDx... with positive sizes");
-    if (dim > kMostElements / elements)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--input-shape '" + spec.str() +
-                                         "' has more elements than sizes can count");
-    elements *= dim;
     shape.push_back(dim);
   }
+  // A tensor too large to count in bytes would wrap every size computed from it.
+  if (std::string error = dimensionsError(shape); !error.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--input-shape '" + spec.str() + "' " + error);
   if (name.empty() || dims.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "--input-shape '" + spec.str() + "' should be NAME:DxDx...");
@@ -113,24 +109,8 @@ int32_t GraphImporter::dataTypeOf(const ImportedValue &value) {
   return onnx::TensorProto::UNDEFINED;
 }
 
-/// Why `tensor`'s dimensions cannot be those of a tensor: a negative one, or more elements than
-/// bytes can count; "" when they can.
-static std::string dimsError(const onnx::TensorProto &tensor) {
-  // Elements of up to 8 bytes each must be countable in bytes.
-  constexpr int64_t kMostElements = std::numeric_limits<int64_t>::max() / 8;
-  int64_t elements = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0)
-      return "has a negative dimension (" + std::to_string(d) + ")";
-    if (d > 0 && elements > kMostElements / d)
-      return "has more elements than sizes can count";
-    elements *= d;
-  }
-  return "";
-}
-
 std::optional<HostTensor> GraphImporter::decodeTensor(const onnx::TensorProto &tensor) {
-  if (!dimsError(tensor).empty())
+  if (!dimensionsError(tensor.dims()).empty())
     return std::nullopt;
   Shape shape(tensor.dims().begin(), tensor.dims().end());
   int64_t count = numElements(shape);
@@ -358,7 +338,7 @@ LogicalResult GraphImporter::importInitializers() {
   signature = readExportSignature(model.graph());
   for (const onnx::TensorProto &tensor : model.graph().initializer()) {
     Location loc = locationOf(tensor.name());
-    if (std::string error = dimsError(tensor); !error.empty())
+    if (std::string error = dimensionsError(tensor.dims()); !error.empty())
       return emitError(loc) << "initializer '" << tensor.name() << "' " << error;
     if (!elementType(tensor.data_type()))
       return emitError(loc) << "initializer '" << tensor.name() << "' has unsupported data type "

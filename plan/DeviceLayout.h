@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <string>
 
 namespace mt {
 
@@ -20,6 +22,22 @@ constexpr int64_t kTokenBytes = 8;
 /// The most partial results per output a device reduction splits its reduced extent into:
 /// what the kernels use and what the compiler reserves scratch for (passes/DeviceReserve).
 constexpr int64_t kMaxChunks = 256;
+
+/// Why `dims` cannot be a tensor's: a negative dimension, or more elements than bytes can
+/// count (at 8 bytes an element); "" when they can. What the importer, the compiler's
+/// --input-shape and the plan loader all refuse.
+template <typename Dims> std::string dimensionsError(const Dims &dims) {
+  constexpr int64_t kMostElements = std::numeric_limits<int64_t>::max() / 8;
+  int64_t elements = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      return "has a negative dimension (" + std::to_string(d) + ")";
+    if (d > 0 && elements > kMostElements / d)
+      return "has more elements than sizes can count";
+    elements *= d;
+  }
+  return "";
+}
 
 /// A constant's element on the device: reals in fp32, integers at their width.
 inline int64_t constantElementBytes(bool real, int64_t bitWidth) {

@@ -1,6 +1,7 @@
 // Loading and validating plans.
 #include "runtime/PlanLoader.h"
 
+#include "plan/DeviceLayout.h"
 #include "plan/PlanFormat.h"
 
 #include <algorithm>
@@ -99,16 +100,7 @@ namespace {
 std::string typeError(const plan::TensorType &type) {
   if (type.dtype() == plan::DTYPE_UNSPECIFIED || !plan::DType_IsValid(type.dtype()))
     return "has no element type";
-  constexpr int64_t kMostElements = std::numeric_limits<int64_t>::max() / 8;
-  int64_t elements = 1;
-  for (int64_t d : type.shape()) {
-    if (d < 0)
-      return "has a negative dimension (" + std::to_string(d) + ")";
-    if (d > 0 && elements > kMostElements / d)
-      return "has more elements than sizes can count";
-    elements *= d;
-  }
-  return "";
+  return dimensionsError(type.shape());
 }
 
 bool sameType(const plan::TensorType &a, const plan::TensorType &b) {
