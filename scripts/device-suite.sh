@@ -65,10 +65,12 @@ for plan in $plans/gradients/*.mtp; do
     --data $plans/gradients/ids.tokens
 done
 part "kernels-each-llama-m2-flat" $run $plans/llama-m2-flat.mtp --check-kernels \
-  --data $plans/llama.tokens
+  --data $plans/llama-m2.tokens
 # The full gradient of the fixture models and the demo model, device against host.
 for model in gpt2 llama llama-k2-m2; do
-  part "gradient-$model" $run $plans/$model.mtp --data $plans/${model%%-*}.tokens --check-against-host
+  tokens=$plans/${model%%-*}.tokens
+  [[ $model == *-m2 ]] && tokens=$plans/llama-m2.tokens
+  part "gradient-$model" $run $plans/$model.mtp --data $tokens --check-against-host
 done
 for model in gpt2 llama; do
   part "gradient-fp32-$model" $run $plans/$model-fp32.mtp --data $plans/$model.tokens \
@@ -79,7 +81,7 @@ part gradient-demo $run $plans/demo.mtp --data $plans/corpus.bin --check-against
 # 20 training steps, device against host.
 part train-gpt2 train_both $plans/gpt2.mtp $plans/gpt2.tokens 20
 part train-llama train_both $plans/llama.mtp $plans/llama.tokens 20
-part train-llama-k2-m2 train_both $plans/llama-k2-m2.mtp $plans/llama.tokens 20
+part train-llama-k2-m2 train_both $plans/llama-k2-m2.mtp $plans/llama-m2.tokens 20
 part train-demo train_both $plans/demo.mtp $plans/corpus.bin 20
 # Clipped (the updates once every gradient is measured), and with sample-major micro-batches
 # (the updates after the step).
@@ -156,16 +158,16 @@ if [ "$gpus" -ge 2 ]; then
 fi
 
 # The debug switch: one stream, no buffer reuse, same losses as the scheduled run.
-part serialize bash -c "$run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 5 \
+part serialize bash -c "$run $plans/llama-k2-m2.mtp --data $plans/llama-m2.tokens --steps 5 \
   --backend=cuda --serialize --metrics $out/serial.jsonl && \
-  $run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 5 --backend=cuda \
+  $run $plans/llama-k2-m2.mtp --data $plans/llama-m2.tokens --steps 5 --backend=cuda \
   --metrics $out/streams.jsonl && python3 $compare $out/serial.jsonl $out/streams.jsonl --tolerance 1e-6"
 
 # compute-sanitizer on a small plan running on three streams.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 for tool in memcheck racecheck synccheck; do
   part "sanitizer-$tool" "${sanitizer:-compute-sanitizer}" --tool $tool --error-exitcode 1 \
-    $run $plans/llama-k2-m2.mtp --data $plans/llama.tokens --steps 2 --backend=cuda
+    $run $plans/llama-k2-m2.mtp --data $plans/llama-m2.tokens --steps 2 --backend=cuda
 done
 
 # The tensor-core attention kernels (bf16, depths 64 and 128), without and with key lengths,

@@ -39,6 +39,8 @@ np.random.default_rng(0).integers(0, 5, 64, dtype=np.uint16).tofile('$out/gradie
 "$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
   -o "$out/gpt2-fp32.mtp"
 cp "$fixtures/reference/gpt2.tokens" "$fixtures/reference/llama.tokens" "$out/"
+# Two layer-major micro-batches read two batches a run: the reference tokens twice.
+cat "$fixtures/reference/llama.tokens" "$fixtures/reference/llama.tokens" > "$out/llama-m2.tokens"
 # Twice the batch, against which two data-parallel ranks of the plans above train, on tokens
 # of the fixtures' vocabulary whose batches differ (the reference files hold one batch).
 /usr/bin/python3 -c "
