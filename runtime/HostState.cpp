@@ -7,17 +7,52 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 namespace mt {
 
 namespace {
 
 constexpr int64_t kPage = 4096;
+
+/// The memory the kernel says a new allocation can take without swapping (MemAvailable), or
+/// -1 where it does not say.
+int64_t availableHostBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:")
+      return kib * 1024;
+  return -1;
+}
+
+/// Refuses, before anything is allocated, host state larger than the memory available.
+void checkHostMemory(const std::vector<ParameterState> &parameters, bool streamCopy) {
+  int64_t held = 0, owned = 0;
+  for (const ParameterState &p : parameters) {
+    held += p.held.size();
+    owned += p.owned.size();
+  }
+  double bytes = held * (4.0 + (streamCopy ? 2.0 : 0.0)) + owned * 8.0;
+  int64_t available = availableHostBytes();
+  if (available >= 0 && bytes > static_cast<double>(available)) {
+    char message[256];
+    std::snprintf(message, sizeof message,
+                  "the host state needs %.1f GiB (%lld parameters: fp32 masters and moments%s) "
+                  "but this machine has %.1f GiB available",
+                  bytes / (1 << 30), static_cast<long long>(held),
+                  streamCopy ? ", bf16 copies" : "", static_cast<double>(available) / (1 << 30));
+    throw std::runtime_error(message);
+  }
+}
 
 } // namespace
 
@@ -40,6 +75,7 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return layers[a] < layers[b]; });
+  checkHostMemory(parameters, streamCopy);
   // One allocation per layer: [masters | first moments | second moments | bf16 copies].
   for (size_t first = 0; first < order.size();) {
     size_t last = first;
