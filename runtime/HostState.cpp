@@ -34,6 +34,12 @@ int64_t availableHostBytes() {
   return -1;
 }
 
+/// Bytes of host state for `held` masters (with their bf16 copies when `streamCopy`) and the
+/// moments of `owned` parameters: a layer block's, or the whole state's.
+int64_t stateBytes(int64_t held, int64_t owned, bool streamCopy) {
+  return held * (4 + (streamCopy ? 2 : 0)) + owned * 8;
+}
+
 /// Refuses, before anything is allocated, host state larger than the memory available.
 void checkHostMemory(const std::vector<ParameterState> &parameters, bool streamCopy) {
   int64_t held = 0, owned = 0;
@@ -41,7 +47,7 @@ void checkHostMemory(const std::vector<ParameterState> &parameters, bool streamC
     held += p.held.size();
     owned += p.owned.size();
   }
-  double bytes = held * (4.0 + (streamCopy ? 2.0 : 0.0)) + owned * 8.0;
+  double bytes = static_cast<double>(stateBytes(held, owned, streamCopy));
   int64_t available = availableHostBytes();
   if (available >= 0 && bytes > static_cast<double>(available)) {
     char message[256];
@@ -84,7 +90,7 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
       elements += parameters[order[last]].held.size();
       owned += parameters[order[last]].owned.size();
     }
-    int64_t bytes = elements * (4 + (streamCopy ? 2 : 0)) + owned * 8;
+    int64_t bytes = stateBytes(elements, owned, streamCopy);
     int64_t pages = (bytes + kPage - 1) / kPage * kPage;
     char *block = static_cast<char *>(std::aligned_alloc(kPage, std::max<int64_t>(pages, kPage)));
     if (!block)

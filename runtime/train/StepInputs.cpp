@@ -34,6 +34,7 @@ StepInputs::StepInputs(const plan::Plan &plan, int64_t padTokenId)
   attentionMask =
       hasInput(plan, [](const std::string &name) { return name.rfind("attention_mask", 0) == 0; });
   everyMicroBatch = hasInput(plan, [](const std::string &name) { return name == "input_ids.0"; });
+  parts = everyMicroBatch ? std::max<int64_t>(1, plan.micro_batches()) : 1;
   if (padTokenId >= 0 && (!attentionMask || !languageModel))
     throw std::runtime_error("--pad-token-id needs a model exported with an attention_mask "
                              "input, so that padding is masked in attention too");
@@ -47,7 +48,6 @@ void StepInputs::checkData(const TokenData &data) const {
   data.checkVocabulary(plan.vocabulary());
   if (!languageModel)
     return;
-  int64_t parts = everyMicroBatch ? std::max<int64_t>(1, plan.micro_batches()) : 1;
   int64_t needed = parts * batchSize * (sequenceLength + 1);
   if (data.size() < needed)
     throw std::runtime_error(
@@ -66,7 +66,6 @@ StepInputValues StepInputs::next(TokenData &data) const {
               .inputs;
     return inputs;
   }
-  int64_t parts = everyMicroBatch ? std::max<int64_t>(1, plan.micro_batches()) : 1;
   for (int64_t part = 0; part < parts; ++part) {
     Batch tokens = data.next(batchSize, sequenceLength, plan.vocabulary());
     std::string suffix = everyMicroBatch ? "." + std::to_string(part) : "";

@@ -47,6 +47,7 @@ private:
   int64_t batchSize = 0, sequenceLength = 0;
   // A layer-major plan's run takes every micro-batch at once, as inputs suffixed ".m".
   bool languageModel = false, attentionMask = false, everyMicroBatch = false;
+  int64_t parts = 1; // batches one run takes: a layer-major plan's micro-batches, else one
 };
 
 } // namespace mt

@@ -6,7 +6,6 @@
 #include "frontend/OnnxImporter.h"
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
-#include "passes/BufferLiveness.h"
 #include "passes/DeviceProfile.h"
 #include "passes/DeviceReserve.h"
 #include "passes/Passes.h"
