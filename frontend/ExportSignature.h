@@ -21,16 +21,24 @@ struct ExportSignature {
   /// An initializer the exporter folded from a parameter (`val_152`, the transpose of a
   /// linear layer's weight) -> that parameter's module path.
   llvm::StringMap<std::string> transposedParameters;
+  /// An initializer the exporter folded from `offset + parameter` (`add_6`, Gemma's RMSNorm
+  /// scale `1 + weight`) -> that parameter's module path and the offset.
+  struct Offset {
+    std::string parameter;
+    double offset;
+  };
+  llvm::StringMap<Offset> offsetParameters;
   llvm::StringSet<> parameterNames;
   /// A tied weight's other name (`model.embed_tokens.weight`), which no initializer holds ->
   /// the parameter that does (`lm_head.weight`): found from the module a node using that
   /// parameter belongs to.
   llvm::StringMap<std::string> tiedNames;
 
-  /// Whether the exporter said the initializer `name` holds a PyTorch parameter (itself or
-  /// transposed); false for every initializer when there is no signature.
+  /// Whether the exporter said the initializer `name` holds a PyTorch parameter (itself,
+  /// transposed or offset); false for every initializer when there is no signature.
   bool isParameter(llvm::StringRef name) const {
-    return parameterNames.contains(name) || transposedParameters.contains(name);
+    return parameterNames.contains(name) || transposedParameters.contains(name) ||
+           offsetParameters.contains(name);
   }
   bool empty() const { return parameters.empty(); }
 };

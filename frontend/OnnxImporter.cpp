@@ -255,14 +255,19 @@ Value GraphImporter::readParameter(const onnx::TensorProto &tensor, Location loc
                                     elementType(tensor.data_type()));
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(function);
-  auto parameter = builder.create<ParameterOp>(loc, builder.getStringAttr(tensor.name()),
-                                               TypeAttr::get(type), StringAttr(), IntegerAttr(),
-                                               IntegerAttr(), StringAttr(), UnitAttr(),
-                                               ArrayAttr(), ArrayAttr(), IntegerAttr());
+  auto parameter =
+      builder.create<ParameterOp>(loc, builder.getStringAttr(tensor.name()), TypeAttr::get(type),
+                                  StringAttr(), IntegerAttr(), IntegerAttr(), StringAttr(),
+                                  UnitAttr(), FloatAttr(), ArrayAttr(), ArrayAttr(), IntegerAttr());
   if (auto source = signature.transposedParameters.find(tensor.name());
       source != signature.transposedParameters.end()) {
     parameter.setSourceNameAttr(builder.getStringAttr(source->second));
     parameter.setSourceTransposed(true);
+  }
+  if (auto source = signature.offsetParameters.find(tensor.name());
+      source != signature.offsetParameters.end()) {
+    parameter.setSourceNameAttr(builder.getStringAttr(source->second.parameter));
+    parameter.setSourceOffsetAttr(builder.getF64FloatAttr(source->second.offset));
   }
   llvm::SmallVector<StringRef> tied;
   for (const auto &alias : signature.tiedNames)

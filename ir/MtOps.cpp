@@ -8,6 +8,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mt;
 
@@ -74,6 +76,12 @@ LogicalResult ParameterOp::verify() {
   bool external = getExternalFile().has_value();
   if (external != getOffset().has_value() || external != getLength().has_value())
     return emitOpError("external_file, offset and length come together");
+  if (FloatAttr sourceOffset = getSourceOffsetAttr()) {
+    if (!getSourceName())
+      return emitOpError("source_offset needs the source_name it offsets");
+    if (!std::isfinite(sourceOffset.getValueAsDouble()))
+      return emitOpError("source_offset must be finite");
+  }
   if (!external)
     return success();
   RankedTensorType type = getTensorType();

@@ -27,7 +27,9 @@ def MT_ParameterOp : MT_Op<"parameter", [Symbol]> {
     name. An initializer used by several nodes (tied embeddings) is one parameter.
     `source_name` is the PyTorch parameter it holds where the initializer's own name is not
     (an exporter folded `transpose(weight)` into a new constant), with `source_transposed`
-    when it holds that parameter's transpose: the names and layouts of pretrained weights.
+    when it holds that parameter's transpose, and `source_offset` when it holds that
+    parameter plus a constant (the exporter folded Gemma's RMSNorm scale `1 + weight`): the
+    names, layouts and values of pretrained weights, and the point weight decay pulls toward.
     `tied_names` are the other names of a tied weight (the embedding's, where the exporter kept
     the lm_head's), which pretrained weights may use and saved weights repeat;
     `transposed_copies` the initializers the model holds its transpose in (the legacy
@@ -39,12 +41,14 @@ def MT_ParameterOp : MT_Op<"parameter", [Symbol]> {
     mt.parameter @"wte.weight" : tensor<96x32xf32>
     mt.parameter @"h.0.mlp.w" : tensor<32x128xf32> {external_file = "model.onnx.data", length = 16384 : i64, offset = 4096 : i64}
     mt.parameter @val_152 : tensor<64x128xf32> {source_name = "model.layers.0.mlp.up_proj.weight", source_transposed}
+    mt.parameter @add_6 : tensor<64xf32> {source_name = "model.layers.0.input_layernorm.weight", source_offset = 1.0 : f64}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<MT_FloatTensor>:$type,
                        OptionalAttr<StrAttr>:$external_file, OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<I64Attr>:$length, OptionalAttr<StrAttr>:$source_name,
-                       UnitAttr:$source_transposed, OptionalAttr<StrArrayAttr>:$tied_names,
+                       UnitAttr:$source_transposed, OptionalAttr<F64Attr>:$source_offset,
+                       OptionalAttr<StrArrayAttr>:$tied_names,
                        OptionalAttr<StrArrayAttr>:$transposed_copies,
                        OptionalAttr<I64Attr>:$layer);
   let assemblyFormat = "$sym_name `:` $type attr-dict";

@@ -225,6 +225,8 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
     out->set_name(parameter.getSymName().str());
     out->set_source_name(parameter.getSourceName().value_or(parameter.getSymName()).str());
     out->set_source_transposed(parameter.getSourceTransposed());
+    if (FloatAttr offset = parameter.getSourceOffsetAttr())
+      out->set_source_offset(offset.getValueAsDouble());
     if (std::optional<ArrayAttr> tied = parameter.getTiedNames())
       for (auto name : tied->getAsValueRange<StringAttr>())
         out->add_tied_names(name.str());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -44,7 +45,25 @@ std::string adamwSettingsError(const plan::AdamW &config) {
   }
   if (config.warmup() < 0)
     return "--warmup must be a number of steps >= 0, got " + std::to_string(config.warmup());
+  try {
+    std::regex(config.no_decay());
+  } catch (const std::regex_error &error) {
+    return "--no-decay '" + config.no_decay() + "' is not a regular expression: " + error.what();
+  }
   return "";
+}
+
+std::vector<WeightDecay> weightDecays(const plan::Plan &plan, const plan::AdamW &config,
+                                      const std::vector<float> &centers) {
+  std::regex noDecay(config.no_decay().empty() ? "$^" : config.no_decay());
+  std::vector<WeightDecay> decays;
+  for (int p = 0; p < plan.parameters_size(); ++p) {
+    const plan::Parameter &parameter = plan.parameters(p);
+    bool exempt = std::regex_search(parameter.name(), noDecay) ||
+                  std::regex_search(parameter.source_name(), noDecay);
+    decays.push_back({exempt ? 0.0 : config.weight_decay(), centers[p]});
+  }
+  return decays;
 }
 
 double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps) {
@@ -214,13 +233,13 @@ namespace {
 
 /// The constants of one update, in the float precision torch's AdamW computes them.
 struct AdamWStep {
-  float gradScale, decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, negativeStepSize,
+  float gradScale, decay, center, beta1, oneMinusBeta1, beta2, oneMinusBeta2, negativeStepSize,
       correction2Sqrt, eps;
 
-  AdamWStep(const plan::AdamW &config, double lr, double weightDecay, int64_t step,
-            float gradScale)
+  AdamWStep(const plan::AdamW &config, double lr, double weightDecay, int64_t step, float gradScale,
+            float decayCenter)
       : gradScale(gradScale), decay(static_cast<float>(1.0 - lr * weightDecay)),
-        beta1(config.beta1()), oneMinusBeta1(1 - beta1), beta2(config.beta2()),
+        center(decayCenter), beta1(config.beta1()), oneMinusBeta1(1 - beta1), beta2(config.beta2()),
         oneMinusBeta2(1 - beta2),
         negativeStepSize(-static_cast<float>(lr / (1.0 - std::pow(config.beta1(), step)))),
         correction2Sqrt(static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2(), step)))),
@@ -234,7 +253,7 @@ void updateElements(const AdamWStep &k, float *param, float *m, float *v, const 
   for (int64_t i = begin; i < end; ++i) {
     lanes[(i - origin) % kSquareLanes] += static_cast<double>(grad[i]) * grad[i];
     float g = grad[i] * k.gradScale; // torch's clip_grad_norm_ scales in place, in fp32
-    param[i] *= k.decay;
+    param[i] = (param[i] - k.center) * k.decay + k.center;
     m[i] = m[i] * k.beta1 + g * k.oneMinusBeta1;
     v[i] = v[i] * k.beta2 + g * g * k.oneMinusBeta2;
     float denom = std::sqrt(v[i]) / k.correction2Sqrt + k.eps;
@@ -256,8 +275,9 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
                                                      float *v, const float *grad, uint16_t *bf16,
                                                      int64_t begin, int64_t end, double *lanes) {
   const __m512 gradScale = _mm512_set1_ps(k.gradScale), decay = _mm512_set1_ps(k.decay),
-               beta1 = _mm512_set1_ps(k.beta1), oneMinusBeta1 = _mm512_set1_ps(k.oneMinusBeta1),
-               beta2 = _mm512_set1_ps(k.beta2), oneMinusBeta2 = _mm512_set1_ps(k.oneMinusBeta2),
+               center = _mm512_set1_ps(k.center), beta1 = _mm512_set1_ps(k.beta1),
+               oneMinusBeta1 = _mm512_set1_ps(k.oneMinusBeta1), beta2 = _mm512_set1_ps(k.beta2),
+               oneMinusBeta2 = _mm512_set1_ps(k.oneMinusBeta2),
                stepSize = _mm512_set1_ps(k.negativeStepSize),
                correction = _mm512_set1_ps(k.correction2Sqrt), eps = _mm512_set1_ps(k.eps);
   static_assert(kSquareLanes == 16, "16 floats a vector, 8 doubles a half");
@@ -267,7 +287,8 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
     __m512 raw = _mm512_loadu_ps(grad + i);
     addSquares(raw, firstLanes, lastLanes);
     __m512 g = _mm512_mul_ps(raw, gradScale);
-    __m512 p = _mm512_mul_ps(_mm512_loadu_ps(param + i), decay);
+    __m512 p = _mm512_add_ps(
+        _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(param + i), center), decay), center);
     __m512 mi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(m + i), beta1),
                               _mm512_mul_ps(g, oneMinusBeta1));
     __m512 vi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(v + i), beta2),
@@ -300,8 +321,9 @@ __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param
                                                 float *v, const float *grad, uint16_t *bf16,
                                                 int64_t begin, int64_t end, double *lanes) {
   const __m256 gradScale = _mm256_set1_ps(k.gradScale), decay = _mm256_set1_ps(k.decay),
-               beta1 = _mm256_set1_ps(k.beta1), oneMinusBeta1 = _mm256_set1_ps(k.oneMinusBeta1),
-               beta2 = _mm256_set1_ps(k.beta2), oneMinusBeta2 = _mm256_set1_ps(k.oneMinusBeta2),
+               center = _mm256_set1_ps(k.center), beta1 = _mm256_set1_ps(k.beta1),
+               oneMinusBeta1 = _mm256_set1_ps(k.oneMinusBeta1), beta2 = _mm256_set1_ps(k.beta2),
+               oneMinusBeta2 = _mm256_set1_ps(k.oneMinusBeta2),
                stepSize = _mm256_set1_ps(k.negativeStepSize),
                correction = _mm256_set1_ps(k.correction2Sqrt), eps = _mm256_set1_ps(k.eps);
   // Two vectors of 8 floats fill the 16 lanes: sums[0..1] the first's, sums[2..3] the next's.
@@ -314,7 +336,8 @@ __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param
     int half = 2 * static_cast<int>(((i - begin) / 8) & 1);
     addSquares(raw, sums[half], sums[half + 1]);
     __m256 g = _mm256_mul_ps(raw, gradScale);
-    __m256 p = _mm256_mul_ps(_mm256_loadu_ps(param + i), decay);
+    __m256 p = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(param + i), center), decay), center);
     __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), beta1),
                               _mm256_mul_ps(g, oneMinusBeta1));
     __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
@@ -348,16 +371,16 @@ const char *adamwVectorUnit() {
 
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
-                       uint16_t *bf16) {
+                       uint16_t *bf16, float decayCenter) {
   double lanes[kSquareLanes] = {};
-  updateScalar(AdamWStep(config, lr, weightDecay, step, 1.0f), param, m, v, grad, bf16, 0, count,
-               lanes);
+  updateScalar(AdamWStep(config, lr, weightDecay, step, 1.0f, decayCenter), param, m, v, grad, bf16,
+               0, count, lanes);
 }
 
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
                    double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16,
-                   float gradScale) {
-  AdamWStep constants(config, lr, weightDecay, step, gradScale);
+                   float gradScale, float decayCenter) {
+  AdamWStep constants(config, lr, weightDecay, step, gradScale, decayCenter);
   UpdateRange update = vectorUpdate();
   // Every element is independent: the chunks spread over all cores. Each gradient element is
   // squared as the update loads it: the norm costs no pass over memory of its own.

@@ -7,12 +7,26 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mt {
 
 /// Why `config` is not an AdamW mt can run (a setting out of range, named with the value: as
 /// torch.optim.AdamW checks, and eps > 0, every number finite), or "" when it is.
 std::string adamwSettingsError(const plan::AdamW &config);
+
+/// How weight decay treats one parameter: its rate, and the point it pulls the parameter
+/// toward (0, or the offset of a parameter that holds PyTorch's `weight` plus a constant).
+struct WeightDecay {
+  double rate = 0;
+  float center = 0;
+};
+
+/// Each plan parameter's weight decay: `config.weight_decay()`, or none where
+/// `config.no_decay` (a regular expression) matches its plan or PyTorch name; toward
+/// `centers[p]`.
+std::vector<WeightDecay> weightDecays(const plan::Plan &plan, const plan::AdamW &config,
+                                      const std::vector<float> &centers);
 
 /// The learning rate of step `step` (from 1): linear warmup over `warmup` steps, then
 /// constant or a cosine decay to `min_lr` at `totalSteps`.
@@ -41,15 +55,17 @@ const char *adamwVectorUnit();
 /// backend streams for the next forward. The gradient is taken times `gradScale` (clipScale),
 /// the bits of scaling it in place first, without the pass over memory. Every vector unit
 /// gives bit-identical results. Returns squaredNorm(grad, count) of the gradient as given,
-/// bit for bit, summed while each chunk is in cache.
+/// bit for bit, summed while each chunk is in cache. Weight decay pulls the parameter toward
+/// `decayCenter`: a parameter that holds PyTorch's `weight` plus a constant (Parameter's
+/// source_offset) decays as `weight` decays toward 0.
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
                    double weightDecay, const plan::AdamW &config, int64_t step,
-                   uint16_t *bf16 = nullptr, float gradScale = 1.0f);
+                   uint16_t *bf16 = nullptr, float gradScale = 1.0f, float decayCenter = 0.0f);
 
 /// The scalar reference of adamwUpdate, one thread, for tests of the vector paths.
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
-                       uint16_t *bf16 = nullptr);
+                       uint16_t *bf16 = nullptr, float decayCenter = 0.0f);
 
 } // namespace mt
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -77,14 +78,26 @@ WeightsMap WeightsMap::read(const std::string &path) {
       const auto &fields = value.struct_value().fields();
       auto named = fields.find("name");
       auto transposed = fields.find("transposed");
+      auto offset = fields.find("offset");
       if (named == fields.end() || !named->second.has_string_value())
         throw std::runtime_error("--weights-map " + path + ": entry '" + name +
                                  "' has no \"name\"");
+      for (const auto &[key, field] : fields)
+        if (key != "name" && key != "transposed" && key != "offset")
+          throw std::runtime_error("--weights-map " + path + ": entry '" + name +
+                                   "' has an unknown field \"" + key + "\"");
       source.name = named->second.string_value();
       source.transposed = transposed != fields.end() && transposed->second.bool_value();
+      if (offset != fields.end()) {
+        source.offset = offset->second.number_value();
+        if (!offset->second.has_number_value() || !std::isfinite(source.offset))
+          throw std::runtime_error("--weights-map " + path + ": entry '" + name +
+                                   "' has an \"offset\" that is not a finite number");
+      }
     } else {
       throw std::runtime_error("--weights-map " + path + ": entry '" + name +
-                               "' must be a name or {\"name\": ..., \"transposed\": ...}");
+                               "' must be a name or {\"name\": ..., \"transposed\": ..., "
+                               "\"offset\": ...}");
     }
     map.sources[name] = source;
   }
@@ -201,6 +214,12 @@ SafetensorsArchive::SafetensorsArchive(const std::string &path) {
 SafetensorsArchive::~SafetensorsArchive() = default;
 
 std::vector<WeightsMap::Source> pytorchSources(const plan::Plan &plan, const WeightsMap &map) {
+  std::set<std::string> names;
+  for (const plan::Parameter &parameter : plan.parameters())
+    names.insert(parameter.name());
+  for (const auto &[name, source] : map.sources)
+    if (!names.count(name))
+      throw std::runtime_error("--weights-map: '" + name + "' is not a parameter of the plan");
   std::vector<WeightsMap::Source> sources;
   for (const plan::Parameter &parameter : plan.parameters()) {
     auto mapped = map.sources.find(parameter.name());
@@ -209,7 +228,7 @@ std::vector<WeightsMap::Source> pytorchSources(const plan::Plan &plan, const Wei
     else
       sources.push_back(
           {parameter.source_name().empty() ? parameter.name() : parameter.source_name(),
-           parameter.source_transposed()});
+           parameter.source_transposed(), parameter.source_offset()});
   }
   return sources;
 }
@@ -217,15 +236,25 @@ std::vector<WeightsMap::Source> pytorchSources(const plan::Plan &plan, const Wei
 std::vector<NamedTensor> pytorchWeights(const plan::Plan &plan,
                                         const std::vector<WeightsMap::Source> &sources,
                                         const std::vector<const float *> &masters,
-                                        std::vector<std::vector<float>> &transposes) {
+                                        std::vector<std::vector<float>> &converted) {
   std::vector<NamedTensor> tensors;
-  transposes.reserve(plan.parameters_size());
+  // At most two conversions a parameter; reserved, so the pointers taken stay valid.
+  converted.reserve(2 * plan.parameters_size());
   for (int p = 0; p < plan.parameters_size(); ++p) {
     std::vector<int64_t> shape = planShape(plan.parameters(p));
     const float *data = masters[p];
+    if (sources[p].offset != 0) {
+      int64_t count = 1;
+      for (int64_t d : shape)
+        count *= d;
+      std::vector<float> &back = converted.emplace_back(count);
+      for (int64_t i = 0; i < count; ++i)
+        back[i] = static_cast<float>(data[i] - sources[p].offset);
+      data = back.data();
+    }
     if (sources[p].transposed && shape.size() == 2) {
       int64_t rows = shape[0], cols = shape[1];
-      std::vector<float> &back = transposes.emplace_back(rows * cols);
+      std::vector<float> &back = converted.emplace_back(rows * cols);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c)
           back[c * rows + r] = data[r * cols + c];
@@ -335,7 +364,7 @@ void loadPretrainedWeights(HostState &state, const SafetensorsArchive &archive,
     for (int64_t i = parameter.held.begin; i < parameter.held.end; ++i) {
       int64_t from = transposed ? (i % shape[1]) * shape[0] + i / shape[1] : i;
       parameter.master[i - parameter.held.begin] =
-          static_cast<float>(decodeReal(tensor.data + from * width, dtype));
+          static_cast<float>(decodeReal(tensor.data + from * width, dtype) + sources[p].offset);
     }
   });
 }

@@ -19,11 +19,13 @@ class HostState;
 
 /// Where each plan parameter's weights come from when its PyTorch name is not in the plan
 /// (the legacy exporter's `onnx::MatMul_123`): a JSON object of parameter name -> PyTorch
-/// name, or -> {"name": ..., "transposed": true} for a weight the graph holds transposed.
+/// name, or -> {"name": ..., "transposed": true, "offset": c} for a weight the graph holds
+/// transposed, or plus a constant (the legacy exporter's fold of Gemma's `1 + weight`).
 struct WeightsMap {
   struct Source {
     std::string name;
     bool transposed = false;
+    double offset = 0; // the parameter holds the tensor plus this
   };
   std::map<std::string, Source> sources;
   static WeightsMap read(const std::string &path);
@@ -50,15 +52,17 @@ private:
   std::map<std::string, Tensor> byName;
 };
 
-/// Each plan parameter's PyTorch name and layout: the weights map's entry, else the plan's.
+/// Each plan parameter's PyTorch name, layout and offset: the weights map's entry, else the
+/// plan's. A map entry that names no parameter is an error.
 std::vector<WeightsMap::Source> pytorchSources(const plan::Plan &plan, const WeightsMap &map);
 
-/// The weights `masters` (one per plan parameter) under the names and layouts of `sources`,
-/// for writeSafetensors; a transposed parameter is transposed back into `transposes`.
+/// The weights `masters` (one per plan parameter) under the names, layouts and values of
+/// `sources`, for writeSafetensors; a transposed or offset parameter is converted back into
+/// `converted`.
 std::vector<NamedTensor> pytorchWeights(const plan::Plan &plan,
                                         const std::vector<WeightsMap::Source> &sources,
                                         const std::vector<const float *> &masters,
-                                        std::vector<std::vector<float>> &transposes);
+                                        std::vector<std::vector<float>> &converted);
 
 /// The sources of pytorchSources, each checked against `archive` before anything is written: a
 /// missing or mis-shaped tensor, or one the plan does not use, is an error naming it (with
@@ -67,8 +71,8 @@ std::vector<WeightsMap::Source> matchPretrainedWeights(const plan::Plan &plan,
                                                        const SafetensorsArchive &archive,
                                                        const WeightsMap &map);
 
-/// Fills the held masters from `archive` as `sources` says, converting to fp32 (and
-/// transposing), on every core.
+/// Fills the held masters from `archive` as `sources` says, converting to fp32 (transposing,
+/// adding the offset), on every core.
 void loadPretrainedWeights(HostState &state, const SafetensorsArchive &archive,
                            const std::vector<WeightsMap::Source> &sources);
 

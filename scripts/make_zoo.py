@@ -12,6 +12,8 @@ import sys
 import traceback
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
 import safetensors.torch
 import torch
 import transformers
@@ -23,8 +25,12 @@ VOCAB, HIDDEN, LAYERS, HEADS, KV_HEADS, FFN = 256, 64, 2, 4, 2, 128
 BATCH, SEQ, STEPS, SEED = 2, 16, 20, 0
 # The padding token of the padded batch, and how many tokens of its last window are padding.
 PAD, PADDED = 0, 5
-# The family whose trained weights are saved as pretrained weights, and the steps after them.
-PRETRAINED, PRETRAINED_STEPS = "llama", 6
+# The families whose trained weights are saved as pretrained weights (Llama's in shards and in
+# bf16; Gemma's, whose exports fold its RMSNorm's `1 + weight`, as one file), and the steps
+# after them.
+PRETRAINED, PRETRAINED_STEPS = {"llama": True, "gemma": False}, 6
+# The family whose legacy export gets a --weights-map (found by value) to its PyTorch names.
+LEGACY_MAPPED = "gemma"
 # A family with tied embeddings whose initial weights are saved as save_pretrained writes them.
 TIED = "smollm3"
 # mt-run's AdamW defaults, which make_reference.train uses.
@@ -143,21 +149,23 @@ def save_initial(family, outdir):
             os.remove(os.path.join(folder, extra))
 
 
-def pretrained(family, data, outdir):
-    """The model after the reference run, as save_pretrained writes it (in shards) and in bf16,
-    with PyTorch's losses of PRETRAINED_STEPS more steps (a fresh AdamW) from each: what
-    mt-run --weights must reproduce."""
+def pretrained(family, data, outdir, shards_and_bf16):
+    """The model after the reference run, as save_pretrained writes it (in shards and in bf16,
+    or as one file), with PyTorch's losses of PRETRAINED_STEPS more steps (a fresh AdamW) from
+    each: what mt-run --weights must reproduce."""
     model = build(family)
     reference(model, data)
     folder = os.path.join(outdir, family + ".pretrained")
-    model.save_pretrained(folder, max_shard_size="200KB")
+    model.save_pretrained(folder, max_shard_size="200KB" if shards_and_bf16 else "50MB")
     for extra in os.listdir(folder):
         if not extra.endswith((".safetensors", ".index.json")):
             os.remove(os.path.join(folder, extra))
     state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()
              if not k.endswith("inv_freq")}
-    safetensors.torch.save_file(state, os.path.join(outdir, family + ".pretrained-bf16.safetensors"))
-    for suffix, weights in ("", None), ("-bf16", state):
+    if shards_and_bf16:
+        safetensors.torch.save_file(
+            state, os.path.join(outdir, family + ".pretrained-bf16.safetensors"))
+    for suffix, weights in [("", None)] + ([("-bf16", state)] if shards_and_bf16 else []):
         again = build(family)
         if weights:
             again.load_state_dict({k: v.float() for k, v in weights.items()}, strict=False)
@@ -167,6 +175,33 @@ def pretrained(family, data, outdir):
         with open(os.path.join(outdir, f"{family}.pretrained{suffix}.losses.json"), "w") as out:
             json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "losses": losses,
                        "grad_norms": norms}, out)
+
+
+def legacy_map(family, outdir):
+    """The --weights-map of the family's legacy masked export, found by value: each
+    initializer the exporter renamed (`onnx::MatMul_737`) is the PyTorch parameter, its
+    transpose, or (Gemma's RMSNorm) the parameter plus 1. A copy of another initializer
+    (the transposed tied embedding) is the plan's, not the map's."""
+    model = onnx.load_from_string(
+        gzip.open(os.path.join(outdir, f"{family}.legacy.mask.onnx.gz")).read())
+    state = {k: v.detach().numpy() for k, v in build(family).state_dict().items()}
+    values = {init.name: onnx.numpy_helper.to_array(init) for init in model.graph.initializer}
+    entries = {}
+    for init, value in values.items():
+        if init in state or value.dtype != np.float32 or value.size <= 1:
+            continue
+        if any(other.T.shape == value.shape and np.array_equal(other.T, value)
+               for name, other in values.items() if name in state):
+            continue
+        for name, weight in state.items():
+            for transposed, offset in (False, 0.0), (True, 0.0), (False, 1.0):
+                source = weight.T if transposed else weight
+                if source.shape == value.shape and np.array_equal(source + offset, value):
+                    entries[init] = dict({"name": name},
+                                              **({"transposed": True} if transposed else {}),
+                                              **({"offset": offset} if offset else {}))
+    with open(os.path.join(outdir, f"{family}.legacy.map.json"), "w") as out:
+        json.dump(entries, out, indent=1, sort_keys=True)
 
 
 def main():
@@ -220,8 +255,10 @@ def main():
                     models[name] = {"family": family, "exporter": exporter, "masked": masked,
                                     "exported": False, "reason": reason[:300]}
                     print(f"{name}: the exporter failed: {reason[:300]}")
-        if family == PRETRAINED:
-            pretrained(family, data, outdir)
+        if family in PRETRAINED:
+            pretrained(family, data, outdir, PRETRAINED[family])
+        if family == LEGACY_MAPPED:
+            legacy_map(family, outdir)
         print(f"{family}: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
         # Written after each family, so that a family that fails loses only its own entries.
         with open(index_path, "w") as out:

@@ -45,17 +45,18 @@ double DataParallelRank::globalNorm(double squares) {
 }
 
 double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step, double lr,
-                               double decay) {
+                               WeightDecay decay) {
   const ParameterState &parameter = state.parameters[p];
   Shard shard = parameter.owned;
   int64_t at = shard.begin - parameter.held.begin;
   return adamwUpdate(parameter.master + at, parameter.firstMoment, parameter.secondMoment,
-                     gradient + shard.begin, shard.size(), lr, decay, state.plan.optimizer(),
-                     step, parameter.streamCopy ? parameter.streamCopy + at : nullptr, clip);
+                     gradient + shard.begin, shard.size(), lr, decay.rate, state.plan.optimizer(),
+                     step, parameter.streamCopy ? parameter.streamCopy + at : nullptr, clip,
+                     decay.center);
 }
 
 double DataParallelRank::updateShard(int p, float *gradient, int64_t step, double lr,
-                                     double decay, float clip) {
+                                     WeightDecay decay, float clip) {
   // On the host, a reduce-scatter per parameter as gradients land would need every rank to
   // hand them over in one order; the device's collectives run in plan order.
   if (collectives == Collectives::OnHost)
@@ -81,10 +82,9 @@ double DataParallelRank::meanLoss(double loss) {
   return communicator.allReduceSum(loss) / communicator.size();
 }
 
-OverlappedUpdates::Optimizer
-DataParallelRank::overlappedOptimizer(std::function<float *(int p)> gradient,
-                                      std::function<double(int64_t step)> lr,
-                                      std::function<double(int p)> decay, double (&losses)[2]) {
+OverlappedUpdates::Optimizer DataParallelRank::overlappedOptimizer(
+    std::function<float *(int p)> gradient, std::function<double(int64_t step)> lr,
+    std::function<WeightDecay(int p)> decay, double (&losses)[2]) {
   OverlappedUpdates::Optimizer optimizer;
   optimizer.update = [this, gradient, lr, decay](int p, int64_t step, float clip) {
     return updateShard(p, gradient(p), step, lr(step), decay(p), clip);
@@ -98,7 +98,7 @@ DataParallelRank::overlappedOptimizer(std::function<float *(int p)> gradient,
 }
 
 DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t step, double lr,
-                                                const std::regex &noDecay) {
+                                                const std::vector<WeightDecay> &decays) {
   const plan::Plan &plan = state.plan;
   std::vector<float *> gradients(plan.parameters_size());
   double loss = backward(inputs, gradients);
@@ -111,9 +111,7 @@ DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t st
   double norm = globalNorm(squares);
   float clip = clipScale(norm, adamw.grad_clip());
   for (int p = 0; p < plan.parameters_size(); ++p) {
-    double decay =
-        std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();
-    apply(p, gradients[p], clip, step, lr, decay);
+    apply(p, gradients[p], clip, step, lr, decays[p]);
     if (collectives == Collectives::OnHost)
       gather(p);
   }

@@ -7,13 +7,13 @@
 #ifndef MT_RUNTIME_PARALLEL_DATAPARALLEL_H
 #define MT_RUNTIME_PARALLEL_DATAPARALLEL_H
 
+#include "runtime/AdamW.h"
 #include "runtime/HostState.h"
 #include "runtime/OverlappedUpdates.h"
 #include "runtime/parallel/Communicator.h"
 
 #include <functional>
 #include <map>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -46,13 +46,14 @@ public:
   };
   /// One optimizer step (from 1) on this rank's inputs: the backward, then every parameter's
   /// collectives and update (after the global norm when clipping).
-  Result step(const Inputs &inputs, int64_t step, double lr, const std::regex &noDecay);
+  Result step(const Inputs &inputs, int64_t step, double lr,
+              const std::vector<WeightDecay> &decays);
 
   /// The overlapped form of a step (OnDevice), for OverlappedUpdates, which hands over
   /// gradients as the backward produces them, in any order. updateShard: the AdamW of p's
   /// shard from its mean gradient times `clip` (clipScale of the global norm); returns the
   /// squared norm of this rank's shard of the mean gradient, as shardSquares does.
-  double updateShard(int p, float *gradient, int64_t step, double lr, double decay,
+  double updateShard(int p, float *gradient, int64_t step, double lr, WeightDecay decay,
                      float clip = 1.0f);
   double shardSquares(int p, const float *gradient) const;
   /// The norm of the whole mean gradient from this rank's shards' squares (a collective).
@@ -64,7 +65,7 @@ public:
   /// rank's loss in `losses[step & 1]` replaced by meanLoss.
   OverlappedUpdates::Optimizer overlappedOptimizer(std::function<float *(int p)> gradient,
                                                    std::function<double(int64_t step)> lr,
-                                                   std::function<double(int p)> decay,
+                                                   std::function<WeightDecay(int p)> decay,
                                                    double (&losses)[2]);
   /// p's weights from every rank's shard of the masters (a collective): the final weights.
   std::vector<float> gathered(int p);
@@ -75,7 +76,7 @@ private:
   double reduce(int p, float *gradient);
   /// AdamW of this rank's shard of p from its mean gradient times `clip`; returns the
   /// squared norm of the shard's mean gradient.
-  double apply(int p, float *gradient, float clip, int64_t step, double lr, double decay);
+  double apply(int p, float *gradient, float clip, int64_t step, double lr, WeightDecay decay);
   /// The all-gather of p's updated weights into the replicated masters and bf16 copies.
   void gather(int p);
 

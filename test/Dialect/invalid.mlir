@@ -448,6 +448,18 @@ mt.parameter @ext : tensor<4xf32> {external_file = "m.data"}
 
 // -----
 
+// Tests that an offset with no PyTorch parameter to offset is rejected.
+// expected-error @+1 {{source_offset needs the source_name it offsets}}
+mt.parameter @add_6 : tensor<4xf32> {source_offset = 1.0 : f64}
+
+// -----
+
+// Tests that a non-finite offset is rejected.
+// expected-error @+1 {{source_offset must be finite}}
+mt.parameter @add_7 : tensor<4xf32> {source_name = "norm.weight", source_offset = 0x7FF0000000000000 : f64}
+
+// -----
+
 // Tests that a parameter of an integer type is rejected.
 // expected-error @+1 {{attribute 'type' failed to satisfy constraint}}
 mt.parameter @ids : tensor<4xi64>

@@ -3,6 +3,7 @@
 // Tests that parameters, their reads and a fused block print and parse back unchanged.
 // CHECK-LABEL: mt.parameter @w : tensor<32x96xf32>
 // CHECK: mt.parameter @ext : tensor<4xf32> {external_file = "m.data", length = 16 : i64, offset = 64 : i64}
+// CHECK: mt.parameter @add_6 : tensor<4xf32> {source_name = "model.norm.weight", source_offset = 1.000000e+00 : f64}
 // CHECK-LABEL: func.func @block
 // CHECK: mt.param @w : tensor<32x96xf32>
 // CHECK: mt.linear %{{.*}}, %{{.*}} transpose_weight
@@ -10,6 +11,7 @@
 // CHECK: mt.gelu %{{.*}} approximate = "tanh"
 mt.parameter @w : tensor<32x96xf32>
 mt.parameter @ext : tensor<4xf32> {external_file = "m.data", offset = 64 : i64, length = 16 : i64}
+mt.parameter @add_6 : tensor<4xf32> {source_name = "model.norm.weight", source_offset = 1.0 : f64}
 func.func @block(%x: tensor<2x16x32xf32>, %q: tensor<2x4x16x8xf32>, %k: tensor<2x2x16x8xf32>) -> (tensor<2x16x96xf32>, tensor<2x4x16x8xf32>, tensor<2x16x32xf32>) {
   %w = mt.param @w : tensor<32x96xf32>
   %wt = mt.transpose %w permutation = [1, 0] : tensor<32x96xf32> -> tensor<96x32xf32>

@@ -23,7 +23,6 @@
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,17 +109,14 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
                                             : mt::DataParallelRank::Collectives::OnHost);
   const mt::plan::TensorType &ids = plan.step().values(plan.step().inputs(0).value()).type();
   mt::TokenData data(tokens, "u16");
-  std::regex noDecay(plan.optimizer().no_decay().empty() ? "$^" : plan.optimizer().no_decay());
+  const std::vector<mt::WeightDecay> decays =
+      mt::weightDecays(plan, plan.optimizer(), std::vector<float>(plan.parameters_size(), 0.0f));
   Trained trained;
   double losses[2] = {0, 0};
   std::atomic<int64_t> current{0};
   std::unique_ptr<mt::OverlappedUpdates> updates;
   if (overlapped) {
-    auto decay = [&](int p) {
-      return std::regex_search(plan.parameters(p).name(), noDecay)
-                 ? 0.0
-                 : plan.optimizer().weight_decay();
-    };
+    auto decay = [&](int p) { return decays[p]; };
     updates = std::make_unique<mt::OverlappedUpdates>(
         dataParallel.overlappedOptimizer(
             [&](int p) { return executor.gradient(p); },
@@ -143,7 +139,7 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
       }
       double lr = mt::learningRate(plan.optimizer(), step, kSteps);
       if (!overlapped) {
-        mt::DataParallelRank::Result result = dataParallel.step(inputs, step, lr, noDecay);
+        mt::DataParallelRank::Result result = dataParallel.step(inputs, step, lr, decays);
         trained.losses.push_back(result.loss);
         trained.norms.push_back(result.gradNorm);
         continue;

@@ -93,10 +93,30 @@ int main() {
                   static_cast<long long>(size), scale);
       ++failures;
     }
+    // Decay toward 1 (a parameter that holds `1 + weight`): the vector paths as the scalar
+    // one, and a zero gradient moves each element to (p - 1)(1 - lr wd) + 1.
+    std::vector<float> p5 = param, m5(size), v5(size), p6 = param, m6(size), v6(size);
+    std::vector<float> p7 = param, m7(size), v7(size), zero(size, 0.0f);
+    mt::adamwUpdate(p5.data(), m5.data(), v5.data(), grad.data(), size, 1e-3, 0.1, config, 1,
+                    nullptr, 1.0f, 1.0f);
+    mt::adamwUpdateScalar(p6.data(), m6.data(), v6.data(), grad.data(), size, 1e-3, 0.1, config, 1,
+                          nullptr, 1.0f);
+    mt::adamwUpdate(p7.data(), m7.data(), v7.data(), zero.data(), size, 1e-3, 0.1, config, 1,
+                    nullptr, 1.0f, 1.0f);
+    const float decay = static_cast<float>(1.0 - 1e-3 * 0.1);
+    bool centered = true;
+    for (int64_t i = 0; i < size; ++i)
+      centered = centered && p7[i] == (param[i] - 1.0f) * decay + 1.0f;
+    if (!sameBits(p5, p6) || !centered) {
+      std::printf("FAIL: %lld elements: decay toward 1 differs from the scalar path or from "
+                  "(p - 1)(1 - lr wd) + 1\n",
+                  static_cast<long long>(size));
+      ++failures;
+    }
   }
   std::printf("vector unit %s: bit-identical to the scalar path on %zu sizes, with "
-              "squaredNorm's gradient norm (the scalar path's bits), and with a clip scale to "
-              "scaling the gradient first\n",
+              "squaredNorm's gradient norm (the scalar path's bits), with a clip scale to "
+              "scaling the gradient first, and decaying toward a center\n",
               mt::adamwVectorUnit(), sizeof(sizes) / sizeof(sizes[0]));
 
   struct Case {

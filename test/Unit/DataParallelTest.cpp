@@ -78,11 +78,14 @@ std::vector<Rank> startRanks(const mt::plan::Plan &plan, mt::HostState::Masters 
 /// overlapped; returns the failures.
 int compareOverlapped(const mt::plan::Plan &plan) {
   int count = plan.parameters_size();
-  std::regex noDecay("w1");
   auto lrOf = [](int64_t step) { return 1e-2 / static_cast<double>(step); };
-  auto decayOf = [&](int p) {
-    return std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : 0.1;
-  };
+  // w1 without decay, the last parameter decaying toward 1 (one that holds `1 + weight`).
+  mt::plan::AdamW adamw = plan.optimizer();
+  adamw.set_no_decay("w1");
+  std::vector<float> centers(count, 0.0f);
+  centers.back() = 1.0f;
+  std::vector<mt::WeightDecay> decays = mt::weightDecays(plan, adamw, centers);
+  auto decayOf = [&](int p) { return decays[p]; };
 
   // The reference: every rank's whole backward, then its collectives and updates.
   std::vector<Rank> batched = startRanks(plan, mt::HostState::Masters::Replicated);
@@ -103,7 +106,7 @@ int compareOverlapped(const mt::plan::Plan &plan) {
         };
         mt::DataParallelRank rank(*batched[r].state, group.member(r), backward);
         for (at = 1; at <= kSteps; ++at) {
-          mt::DataParallelRank::Result result = rank.step({}, at, lrOf(at), noDecay);
+          mt::DataParallelRank::Result result = rank.step({}, at, lrOf(at), decays);
           if (r == 0) {
             batchedLoss[at] = result.loss;
             batchedNorm[at] = result.gradNorm;

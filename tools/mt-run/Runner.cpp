@@ -41,7 +41,6 @@
 #include <iostream>
 #include <map>
 #include <numeric>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -190,7 +189,6 @@ int train(const Options &options) {
   const plan::AdamW &adamw = plan.optimizer();
   if (std::string error = adamwSettingsError(adamw); !error.empty())
     throw std::runtime_error("AdamW of the plan with the flags given: " + error);
-  std::regex noDecay(adamw.no_decay().empty() ? "$^" : adamw.no_decay());
 
   std::string planDir = options.plan.find('/') == std::string::npos
                             ? "."
@@ -208,6 +206,13 @@ int train(const Options &options) {
   WeightsMap weightsMap;
   if (!options.weightsMap.empty())
     weightsMap = WeightsMap::read(options.weightsMap);
+  // Each parameter's PyTorch source: where its weights come from and go, and the point its
+  // weight decay pulls toward (a parameter that holds `1 + weight` decays toward 1).
+  const std::vector<WeightsMap::Source> sources = pytorchSources(plan, weightsMap);
+  std::vector<float> decayCenters;
+  for (const WeightsMap::Source &source : sources)
+    decayCenters.push_back(static_cast<float>(source.offset));
+  const std::vector<WeightDecay> decays = weightDecays(plan, adamw, decayCenters);
   std::unique_ptr<SafetensorsArchive> pretrained;
   std::vector<WeightsMap::Source> pretrainedSources;
   if (!options.weights.empty()) {
@@ -293,15 +298,12 @@ int train(const Options &options) {
   std::atomic<int64_t> currentStep{0};
   std::vector<float *> gradients(plan.parameters_size());
   bool overlapped = onDevice && (layerMajor || micro == 1);
-  auto decayOf = [&](int p) {
-    return std::regex_search(plan.parameters(p).name(), noDecay) ? 0.0 : adamw.weight_decay();
-  };
   OverlappedUpdates::Optimizer optimizer;
   optimizer.update = [&](int p, int64_t step, float clip) {
     const ParameterState &parameter = state.parameters[p];
     return adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
                        gradients[p], parameter.count, learningRate(adamw, step, options.steps),
-                       decayOf(p), adamw, step, parameter.streamCopy, clip);
+                       decays[p].rate, adamw, step, parameter.streamCopy, clip, decays[p].center);
   };
   optimizer.measure = [&](int p) { return squaredNorm(gradients[p], counts[p]); };
   optimizer.norm = [](double squares) { return std::sqrt(squares); };
@@ -379,8 +381,8 @@ int train(const Options &options) {
     };
     optimizer = ncclRank->overlappedOptimizer(
         [&](int p) { return gradients[p]; },
-        [&](int64_t step) { return learningRate(adamw, step, options.steps); }, decayOf,
-        rankLoss);
+        [&](int64_t step) { return learningRate(adamw, step, options.steps); },
+        [&](int p) { return decays[p]; }, rankLoss);
     optimizer.norm = [bound, norm = std::move(optimizer.norm)](double squares) {
       bound();
       return norm(squares);
@@ -459,7 +461,7 @@ int train(const Options &options) {
         for (size_t r = 0; r < ranks.size(); ++r)
           threads.emplace_back([&, r] {
             try {
-              results[r] = ranks[r]->step(inputs[r], step, lr, noDecay);
+              results[r] = ranks[r]->step(inputs[r], step, lr, decays);
             } catch (...) {
               // The first rank to fail is the one to report; it stops the others' waits.
               errors[r] = std::current_exception();
@@ -598,10 +600,8 @@ int train(const Options &options) {
 #endif
   if (options.processRank <= 0) {
     if (!options.saveWeights.empty()) {
-      std::vector<std::vector<float>> transposes;
-      writeSafetensors(options.saveWeights,
-                       pytorchWeights(plan, pytorchSources(plan, weightsMap), finalWeights,
-                                      transposes));
+      std::vector<std::vector<float>> converted;
+      writeSafetensors(options.saveWeights, pytorchWeights(plan, sources, finalWeights, converted));
     }
     if (trainedOnnx)
       trainedOnnx->write(options.saveOnnx, finalWeights);

@@ -162,9 +162,17 @@ NOTES = """
 - **Buffers and constants.** Initializers that the dynamo exporter's graph signature names as
   buffers (rotary frequencies), or that hold one value throughout without being a parameter
   (OLMo's weightless LayerNorm), fold instead of training.
-- **Pretrained weights of Gemma-family models.** Their RMSNorm multiplies by `1 + weight`,
-  which the dynamo exporter folds into a new constant (`add_6`): it trains like PyTorch,
-  but `mt-run --weights` cannot fill it from `weight` (the map names tensors, not sums).
+- **Gemma's `1 + weight`.** The Gemma family's RMSNorm multiplies by `1 + weight`, which
+  both exporters fold into a new constant (`add_6`, `onnx::Mul_736`). Under the dynamo
+  exporter mtc reads the sum from the node's recorded source line
+  (`output * (1.0 + self.weight.float())`) and its module (`model.layers.0.input_layernorm`):
+  the parameter holds `model.layers.0.input_layernorm.weight` plus 1, so pretrained weights
+  load plus 1, save minus 1 under PyTorch's name, and weight decay pulls it toward 1 as
+  PyTorch's pulls `weight` toward 0 (`test/Zoo/weights.test`; PyTorch loads the saved
+  weights and gets mt's next loss: `pytorch-roundtrip.test`). The legacy exporter records
+  nothing: a `--weights-map` entry says `"offset": 1` (the zoo's
+  `gemma.legacy.map.json`), and without one its norms decay toward 0 (1e-4 off PyTorch
+  after 20 steps).
 - **On the GPU** the suite trains every model, the masked exports on the padded batch too,
   and the Llama from its pretrained weights (shards and bf16): every loss within 2e-2 of
   PyTorch's.
