@@ -99,6 +99,13 @@ Batch TokenData::next(int64_t batch, int64_t length, int64_t vocabulary) {
   return result;
 }
 
+void TokenData::seek(int64_t position) {
+  if (position < 0 || position >= size())
+    throw std::runtime_error(path + ": position " + std::to_string(position) +
+                             " is not within its " + std::to_string(size()) + " tokens");
+  cursor = position;
+}
+
 std::vector<int64_t> maskPadding(Batch &batch, int64_t pad, int64_t length) {
   std::vector<int64_t> mask;
   mask.reserve(batch.inputs.size());

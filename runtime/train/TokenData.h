@@ -37,6 +37,10 @@ public:
   void checkVocabulary(int64_t vocabulary) const;
 
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+  /// Where the next batch starts: what a checkpoint records, and seek restores.
+  int64_t position() const { return cursor; }
+  /// Throws unless `position` is within the file.
+  void seek(int64_t position);
   const std::string &format() const { return formatName; }
 
 private:

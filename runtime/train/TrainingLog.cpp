@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -20,11 +22,40 @@ std::string jsonNumber(double value) {
   return out.str();
 }
 
-TrainingLog::TrainingLog(const std::string &metricsPath, int64_t steps, bool terminal)
+TrainingLog::TrainingLog(const std::string &metricsPath, int64_t steps, bool terminal,
+                         int64_t resumedAfter)
     : metricsPath(metricsPath), steps(steps), terminal(terminal) {
   if (metricsPath.empty())
     return;
-  metrics.open(metricsPath);
+  // A resumed run keeps the records of the steps its checkpoint holds, and no later ones
+  // (the steps run again after it are written again).
+  std::string kept;
+  if (resumedAfter > 0) {
+    std::ifstream previous(metricsPath);
+    for (std::string line; std::getline(previous, line);) {
+      const std::string key = "{\"step\":";
+      char *end = nullptr;
+      long long step =
+          line.rfind(key, 0) == 0 ? std::strtoll(line.c_str() + key.size(), &end, 10) : 0;
+      // A line a killed run cut short is of a step after the checkpoint: dropped with them.
+      if (end && *end == ',' && step <= resumedAfter && line.back() == '}')
+        kept += line + "\n";
+    }
+  }
+  if (resumedAfter > 0) {
+    // Through a rename: a run killed now keeps the file as it was.
+    std::string partial = metricsPath + ".partial";
+    {
+      std::ofstream out(partial);
+      out << kept;
+      out.flush();
+      if (!out)
+        throw std::runtime_error("cannot write " + partial);
+    }
+    if (std::rename(partial.c_str(), metricsPath.c_str()) != 0)
+      throw std::runtime_error("cannot replace " + metricsPath);
+  }
+  metrics.open(metricsPath, resumedAfter > 0 ? std::ios::app : std::ios::trunc);
   if (!metrics)
     throw std::runtime_error("cannot write " + metricsPath);
 }

@@ -30,8 +30,10 @@ std::string jsonNumber(double value);
 class TrainingLog {
 public:
   /// A log of `steps` steps; `metricsPath` "" writes no metrics file. Throws when it cannot
-  /// be written. `terminal` draws a progress bar, each step's line over the last.
-  TrainingLog(const std::string &metricsPath, int64_t steps, bool terminal);
+  /// be written. `terminal` draws a progress bar, each step's line over the last. A run
+  /// resumed after step `resumedAfter` keeps the file's records up to that step.
+  TrainingLog(const std::string &metricsPath, int64_t steps, bool terminal,
+              int64_t resumedAfter = 0);
 
   void write(const StepReport &report);
 

@@ -44,11 +44,18 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --weights PATH            pretrained weights: a .safetensors file, or a folder of shards
                             with model.safetensors.index.json, by PyTorch parameter name
   --weights-map FILE        JSON: plan parameter -> PyTorch name, or -> {"name": N,
-                            "transposed": true}, where the plan lacks the names (legacy export)
+                            "transposed": true, "offset": C}, where the plan lacks the names
+                            (legacy export; "offset": the parameter holds the tensor plus C)
   --seed S                  seed of --init=random (default 0)
   --pad-token-id ID         the padding token: a model's attention_mask is 0 there and the
                             loss leaves out targets that are padding
   --metrics OUT.jsonl       one JSON object per step
+  --checkpoint-dir DIR      checkpoints (host state, step, data position) in DIR/step-N, at
+                            the end, on SIGINT/SIGTERM (after the step running), and every
+                            --checkpoint-every N steps; the newest --keep-checkpoints K kept
+                            (default 3)
+  --resume DIR              go on from a checkpoint (DIR/step-N, or the newest in DIR) to
+                            --steps, which counts from the start of training
   --save-weights OUT.safetensors   the trained weights under PyTorch's names and layouts
   --save-onnx OUT.onnx      the source model with the trained weights (OUT.onnx.data)
   --lr --beta1 --beta2 --eps --weight-decay X   AdamW (defaults from the plan)
@@ -56,7 +63,6 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --grad-clip X             clip the global gradient norm to X
   --warmup STEPS  --schedule constant|cosine  --min-lr X
 )";
-
 
 namespace {
 
@@ -187,6 +193,14 @@ Options parseOptions(int argc, char **argv) {
       options.weights = take();
     else if (arg == "--weights-map")
       options.weightsMap = take();
+    else if (arg == "--checkpoint-dir")
+      options.checkpointDir = take();
+    else if (arg == "--checkpoint-every")
+      options.checkpointEvery = countOf(arg, take(), 1);
+    else if (arg == "--keep-checkpoints")
+      options.keepCheckpoints = static_cast<int>(countOf(arg, take(), 1));
+    else if (arg == "--resume")
+      options.resume = take();
     else if (auto flag = optimizerFlags().find(arg); flag != optimizerFlags().end()) {
       std::string value = take();
       // A bad value is a usage error now, not after loading the plan: the one setting checked
@@ -215,6 +229,15 @@ Options parseOptions(int argc, char **argv) {
   if (!options.weightsMap.empty() && options.weights.empty() && options.saveWeights.empty())
     throw std::runtime_error("--weights-map names where --weights or --save-weights go; "
                              "give one of them");
+  if (options.checkpointEvery > 0 && options.checkpointDir.empty())
+    throw std::runtime_error("--checkpoint-every needs --checkpoint-dir");
+  if ((!options.checkpointDir.empty() || !options.resume.empty()) &&
+      (options.ranks > 1 || options.processes > 0))
+    throw std::runtime_error("checkpoints and --resume hold one process's whole state; they do "
+                             "not run with --ranks or --nproc-per-node yet");
+  if (!options.resume.empty() && (!options.weights.empty() || options.init == "random"))
+    throw std::runtime_error("--resume takes the weights from the checkpoint; it excludes "
+                             "--weights and --init=random");
   return options;
 }
 

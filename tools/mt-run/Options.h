@@ -24,14 +24,17 @@ struct UsageError : std::runtime_error {
 using OptimizerFlag = void (*)(plan::AdamW &, const std::string &);
 
 struct Options {
-  std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics,
-                    saveWeights, saveOnnx, calibrate, weights, weightsMap;
+  std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics, saveWeights,
+                          saveOnnx, calibrate, weights, weightsMap, checkpointDir, resume;
   bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
        checkKernels = false, serialize = false;
   std::string trace;
   int ignoredEvent = -1;
   double checkTolerance = -1; // each check's own default when not given
   int64_t steps = 1;
+  /// --checkpoint-every: steps between checkpoints (0: only at the end and on a signal).
+  int64_t checkpointEvery = 0;
+  int keepCheckpoints = 3;
   int ranks = 1;
   /// --nproc-per-node: processes (GPUs) of this host; in a child, its rank and NCCL group.
   int processes = 0, processRank = -1;

@@ -8,18 +8,19 @@
 #include "runtime/Calibration.h"
 #include "runtime/GradientCheck.h"
 #include "runtime/HostState.h"
+#include "runtime/OverlappedUpdates.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/PretrainedWeights.h"
 #include "runtime/Safetensors.h"
-#include "runtime/train/StepInputs.h"
-#include "runtime/train/TokenData.h"
-#include "runtime/train/TrainingLog.h"
 #include "runtime/TrainedOnnx.h"
-#include "runtime/OverlappedUpdates.h"
 #include "runtime/host/Executor.h"
 #include "runtime/parallel/DataParallel.h"
 #include "runtime/parallel/Rendezvous.h"
 #include "runtime/parallel/ThreadGroup.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/StepInputs.h"
+#include "runtime/train/TokenData.h"
+#include "runtime/train/TrainingLog.h"
 #ifdef MT_HAS_CUDA
 #include "runtime/cuda/Calibration.h"
 #include "runtime/cuda/CudaCheck.h"
@@ -34,6 +35,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -79,6 +81,21 @@ void checkOutput(const std::string &flag, const std::string &path, const plan::P
         is(parameter.file().front() == '/' ? parameter.file() : planDir + "/" + parameter.file()))
       throw std::runtime_error(flag + " " + path + " is the plan's own weights file (" +
                                parameter.name() + " starts from it)");
+}
+
+/// The signal (SIGINT or SIGTERM) that asked the run to stop, or 0: the step running finishes,
+/// a checkpoint is written, and the run exits nonzero. A second signal ends it at once.
+volatile std::sig_atomic_t stopSignal = 0;
+
+void stopAfterStep(int signal) { stopSignal = signal; }
+
+void catchStopSignals() {
+  struct sigaction action = {};
+  action.sa_handler = stopAfterStep;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
 }
 
 /// The profile of the machine the chosen backend runs on: the GPU's when there is one (auto)
@@ -213,6 +230,15 @@ int train(const Options &options) {
   for (const WeightsMap::Source &source : sources)
     decayCenters.push_back(static_cast<float>(source.offset));
   const std::vector<WeightDecay> decays = weightDecays(plan, adamw, decayCenters);
+  // Checkpoints name the plan by its bytes' hash; their folder is checked before any work.
+  std::string planHash;
+  if (!options.checkpointDir.empty() || !options.resume.empty())
+    planHash = fileHash(options.plan);
+  std::unique_ptr<CheckpointWriter> checkpoints;
+  if (!options.checkpointDir.empty())
+    checkpoints =
+        std::make_unique<CheckpointWriter>(options.checkpointDir, options.keepCheckpoints);
+  std::string resumeFrom = options.resume.empty() ? "" : findCheckpoint(options.resume);
   std::unique_ptr<SafetensorsArchive> pretrained;
   std::vector<WeightsMap::Source> pretrainedSources;
   if (!options.weights.empty()) {
@@ -223,7 +249,15 @@ int train(const Options &options) {
   // A rank over NCCL holds its shards alone: the device gathers the rest of the weights.
   HostState state(plan, /*streamCopy=*/onDevice, std::max(0, options.processRank),
                   std::max(1, options.processes), HostState::Masters::Sharded);
-  if (pretrained) {
+  CheckpointInfo resumed;
+  if (!resumeFrom.empty()) {
+    resumed = readCheckpoint(resumeFrom, state, planHash);
+    if (resumed.step >= options.steps)
+      throw std::runtime_error("--resume " + resumeFrom + " is at step " +
+                               std::to_string(resumed.step) + "; --steps " +
+                               std::to_string(options.steps) +
+                               " (counted from the start of training) leaves nothing to run");
+  } else if (pretrained) {
     loadPretrainedWeights(state, *pretrained, pretrainedSources);
     pretrained.reset();
   } else if (options.init == "random") {
@@ -247,6 +281,15 @@ int train(const Options &options) {
   TokenData data(options.data, options.dataDtype);
   StepInputs stepInputs(plan, options.padTokenId);
   stepInputs.checkData(data);
+  if (!resumeFrom.empty()) {
+    if (resumed.dataTokens != data.size())
+      throw std::runtime_error("--resume " + resumeFrom + " was written reading " +
+                               std::to_string(resumed.dataTokens) + " tokens; " + options.data +
+                               " holds " + std::to_string(data.size()));
+    data.seek(resumed.dataPosition);
+    std::printf("resumed | %s | step %lld | data position %lld\n", resumeFrom.c_str(),
+                static_cast<long long>(resumed.step), static_cast<long long>(resumed.dataPosition));
+  }
   int64_t batch = stepInputs.batch(), length = stepInputs.length();
   host::Executor<float> executor(plan);
 
@@ -269,7 +312,7 @@ int train(const Options &options) {
               parameters ? static_cast<double>(state.bytes()) / parameters : 0.0,
               adamwVectorUnit());
   TrainingLog log(options.processRank <= 0 ? options.metrics : "", options.steps,
-                  isatty(fileno(stdout)));
+                  isatty(fileno(stdout)), resumed.step);
 
   int64_t micro = std::max<int64_t>(1, plan.micro_batches());
   bool layerMajor = stepInputs.layerMajor();
@@ -438,10 +481,23 @@ int train(const Options &options) {
 #endif
     return last;
   };
+  // A checkpoint after `step`, whose updates are all done.
+  auto writeCheckpoint = [&](int64_t step) {
+    auto begin = std::chrono::steady_clock::now();
+    std::string path = checkpoints->write(state, {step, data.position(), data.size(), planHash});
+    std::printf("checkpoint | step %lld | %s | %.1f MiB in %.2f s\n", static_cast<long long>(step),
+                path.c_str(), state.bytes() / 1048576.0,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+    std::fflush(stdout);
+  };
+  catchStopSignals();
+  // The last step reported (overlapped, a step's record waits for the next step), and the
+  // last step run.
+  int64_t reportedThrough = resumed.step, ranThrough = resumed.step;
   // A failed step may leave gradient callbacks queued on the device and updates running
   // (see the catch below).
   try {
-    for (int64_t step = 1; step <= options.steps; ++step) {
+    for (int64_t step = resumed.step + 1; step <= options.steps && !stopSignal; ++step) {
       auto start = std::chrono::steady_clock::now();
       currentStep = step;
       double lr = learningRate(adamw, step, options.steps);
@@ -530,6 +586,10 @@ int train(const Options &options) {
       }
   #endif
       StepRecord record{step, loss, 0.0, lr, start, deviceReport, deviceMeasures};
+      ranThrough = step;
+      bool checkpointNow =
+          checkpoints && (step == options.steps || stopSignal ||
+                          (options.checkpointEvery > 0 && step % options.checkpointEvery == 0));
       if (!ranks.empty()) {
         record.gradNorm = gradNorm; // the ranks updated their shards and gathered the weights
       } else {
@@ -539,17 +599,25 @@ int train(const Options &options) {
         updates->backwardDone(step);
         if (overlapped) {
           // The updates of this step are still running; the last step's are done or nearly.
-          if (step > 1)
+          if (reportedThrough < step - 1)
             report(finishUpdates(step - 1), start);
           last = record;
-          continue;
+          reportedThrough = step - 1;
+          if (!checkpointNow)
+            continue;
+          // A checkpoint waits for this step's updates.
+          record = finishUpdates(step);
+        } else {
+          record.gradNorm = updates->finished(step);
         }
-        record.gradNorm = updates->finished(step);
       }
       report(record, std::chrono::steady_clock::now());
+      reportedThrough = step;
+      if (checkpointNow)
+        writeCheckpoint(step);
     }
-    if (overlapped && options.steps > 0)
-      report(finishUpdates(options.steps), std::chrono::steady_clock::now());
+    if (overlapped && reportedThrough < ranThrough)
+      report(finishUpdates(ranThrough), std::chrono::steady_clock::now());
     updates.reset(); // its worker reads what is declared after it
   } catch (...) {
     // The device's gradient callbacks end first, then the updates, which read the device's
@@ -566,6 +634,12 @@ int train(const Options &options) {
     device.reset();
 #endif
     throw;
+  }
+  if (stopSignal && ranThrough < options.steps) {
+    std::fprintf(stderr, "mt-run: stopped by %s after step %lld%s\n",
+                 stopSignal == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(ranThrough),
+                 checkpoints ? ", checkpoint written" : " (no --checkpoint-dir: nothing kept)");
+    return 128 + stopSignal;
   }
   if (options.ranks > 1) // every rank holds the same gathered weights
     for (int p = 0; p < plan.parameters_size(); ++p)
