@@ -1,9 +1,10 @@
 // Overlapped updates: the queue's items are parameter p's update (p), its gradient's measure
-// when clipping (P + p), and the step's end (2P).
+// when clipping or guarded (P + p), and the step's end (2P).
 #include "runtime/OverlappedUpdates.h"
 
 #include "runtime/AdamW.h"
 
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -28,10 +29,11 @@ std::vector<int> needOf(const std::vector<int> &readOrder) {
 } // namespace
 
 OverlappedUpdates::OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder,
-                                     double maxNorm)
+                                     double maxNorm, bool guarded)
     : optimizer(std::move(optimizer)), parameters(static_cast<int>(readOrder.size())),
-      maxNorm(maxNorm), squares{std::vector<double>(readOrder.size(), 0.0),
-                                std::vector<double>(readOrder.size(), 0.0)},
+      maxNorm(maxNorm), guarded(guarded),
+      measureFirst(maxNorm > 0 || guarded), squares{std::vector<double>(readOrder.size(), 0.0),
+                                                    std::vector<double>(readOrder.size(), 0.0)},
       landings{std::make_unique<std::atomic<bool>[]>(readOrder.size()),
                std::make_unique<std::atomic<bool>[]>(readOrder.size())},
       queue([this](int item, int64_t step) { run(item, step); }, needOf(readOrder)) {}
@@ -41,12 +43,12 @@ void OverlappedUpdates::run(int item, int64_t step) {
   std::vector<double> &stepSquares = squares[step & 1];
   if (item < P) {
     double itemSquares = optimizer.update(item, step, clipScales[step & 1]);
-    if (maxNorm <= 0)
+    if (!measureFirst)
       stepSquares[item] = itemSquares;
   } else if (item < 2 * P) {
     stepSquares[item - P] = optimizer.measure(item - P);
   } else {
-    if (maxNorm <= 0)
+    if (!measureFirst)
       norms[step & 1] =
           optimizer.norm(std::accumulate(stepSquares.begin(), stepSquares.end(), 0.0));
     if (optimizer.finish)
@@ -58,10 +60,10 @@ void OverlappedUpdates::landed(int p, int64_t step) {
   // The queue turns an item it does not know into its error: -1 for an unknown parameter or
   // a second landing.
   bool first = p >= 0 && p < parameters && !landings[step & 1][p].exchange(true);
-  queue.push(!first ? -1 : maxNorm > 0 ? parameters + p : p, step);
+  queue.push(!first ? -1 : measureFirst ? parameters + p : p, step);
 }
 
-void OverlappedUpdates::backwardDone(int64_t step) {
+void OverlappedUpdates::backwardDone(int64_t step, double loss) {
   std::atomic<bool> *landed = landings[step & 1].get();
   for (int p = 0; p < parameters; ++p)
     if (!landed[p])
@@ -69,21 +71,32 @@ void OverlappedUpdates::backwardDone(int64_t step) {
                              std::to_string(p) + "'s gradient");
   for (int p = 0; p < parameters; ++p)
     landed[p] = false;
-  if (maxNorm > 0) {
+  skips[step & 1] = false;
+  if (measureFirst) {
     queue.waitStep(step, parameters); // the measures
     const std::vector<double> &stepSquares = squares[step & 1];
     norms[step & 1] =
         optimizer.norm(std::accumulate(stepSquares.begin(), stepSquares.end(), 0.0));
     clipScales[step & 1] = clipScale(norms[step & 1], maxNorm);
-    for (int p = 0; p < parameters; ++p)
-      queue.push(p, step);
+    skips[step & 1] = guarded && !(std::isfinite(norms[step & 1]) && std::isfinite(loss));
+    if (!skips[step & 1])
+      for (int p = 0; p < parameters; ++p)
+        queue.push(p, step);
   }
   queue.push(2 * parameters, step);
 }
 
 double OverlappedUpdates::finished(int64_t step) {
-  queue.waitStep(step, parameters + 1);
+  queue.waitStep(step, skips[step & 1] ? 1 : parameters + 1);
   return norms[step & 1];
+}
+
+int OverlappedUpdates::firstNonFinite(int64_t step) const {
+  const std::vector<double> &stepSquares = squares[step & 1];
+  for (int p = 0; p < parameters; ++p)
+    if (!std::isfinite(stepSquares[p]))
+      return p;
+  return -1;
 }
 
 } // namespace mt

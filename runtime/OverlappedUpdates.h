@@ -41,22 +41,30 @@ public:
   };
 
   /// `readOrder`: every parameter, in the order a step first reads them; `maxNorm` as
-  /// clipScale takes it (<= 0: no clipping).
-  OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder, double maxNorm);
+  /// clipScale takes it (<= 0: no clipping). `guarded`: every gradient is measured before
+  /// any update, as when clipping, and a step whose loss or gradient norm is not finite
+  /// applies no update at all (skipped).
+  OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder, double maxNorm,
+                    bool guarded = false);
 
   /// Parameter p's gradient of `step` is in host memory. Safe from any thread, including a
   /// CUDA host callback: it only takes a lock; an unknown p, or one that lands twice, becomes
   /// the next wait's error instead of an update.
   void landed(int p, int64_t step);
   /// Every gradient of `step` has landed (else it throws, naming a parameter that has not).
-  /// When clipping, waits for them to be measured, then queues the updates. Step s + 2 may
-  /// begin only after finished(s): the two steps share their slots.
-  void backwardDone(int64_t step);
+  /// When clipping or guarded, waits for them to be measured, then queues the updates (none,
+  /// guarded, when `loss` or the norm is not finite). Step s + 2 may begin only after
+  /// finished(s): the two steps share their slots.
+  void backwardDone(int64_t step, double loss = 0);
   /// Blocks until p's queued update has run: before a step reads p or overwrites its gradient.
   void waitFor(int p) { queue.waitFor(p); }
   /// Blocks until `step`'s updates and finish have run; returns its gradient norm (before
   /// clipping). Every wait rethrows the first error the worker met.
   double finished(int64_t step);
+  /// Whether `step` applied no update (guarded), and then the first parameter (plan order)
+  /// whose gradient is not finite, or -1 when only the loss is not.
+  bool skipped(int64_t step) const { return skips[step & 1]; }
+  int firstNonFinite(int64_t step) const;
 
 private:
   void run(int item, int64_t step);
@@ -64,11 +72,13 @@ private:
   Optimizer optimizer;
   const int parameters;
   const double maxNorm;
+  const bool guarded, measureFirst; // measureFirst: clipping or guarded
   // Per step, alternating: each gradient's squares, the norm and the clip scale.
   std::vector<double> squares[2];
   std::unique_ptr<std::atomic<bool>[]> landings[2]; // per parameter: its gradient landed
   double norms[2] = {0, 0};
   float clipScales[2] = {1.0f, 1.0f};
+  bool skips[2] = {false, false};
   UpdateQueue queue; // last: its worker reads the members above
 };
 

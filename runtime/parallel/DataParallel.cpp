@@ -98,7 +98,8 @@ OverlappedUpdates::Optimizer DataParallelRank::overlappedOptimizer(
 }
 
 DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t step, double lr,
-                                                const std::vector<WeightDecay> &decays) {
+                                                const std::vector<WeightDecay> &decays,
+                                                bool guarded) {
   const plan::Plan &plan = state.plan;
   std::vector<float *> gradients(plan.parameters_size());
   double loss = backward(inputs, gradients);
@@ -109,13 +110,16 @@ DataParallelRank::Result DataParallelRank::step(const Inputs &inputs, int64_t st
   for (int p = 0; p < plan.parameters_size(); ++p)
     squares += reduce(p, gradients[p]);
   double norm = globalNorm(squares);
+  double mean = meanLoss(loss);
+  bool skipped = guarded && !(std::isfinite(norm) && std::isfinite(mean));
   float clip = clipScale(norm, adamw.grad_clip());
   for (int p = 0; p < plan.parameters_size(); ++p) {
-    apply(p, gradients[p], clip, step, lr, decays[p]);
+    if (!skipped)
+      apply(p, gradients[p], clip, step, lr, decays[p]);
     if (collectives == Collectives::OnHost)
       gather(p);
   }
-  return {meanLoss(loss), norm};
+  return {mean, norm, skipped};
 }
 
 } // namespace mt

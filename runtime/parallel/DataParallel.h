@@ -43,11 +43,13 @@ public:
   struct Result {
     double loss;     // the mean over the ranks
     double gradNorm; // of the averaged gradients, before clipping
+    bool skipped;    // guarded, and the loss or the norm not finite: no update applied
   };
   /// One optimizer step (from 1) on this rank's inputs: the backward, then every parameter's
-  /// collectives and update (after the global norm when clipping).
-  Result step(const Inputs &inputs, int64_t step, double lr,
-              const std::vector<WeightDecay> &decays);
+  /// collectives and update (after the global norm when clipping). `guarded`: a step whose
+  /// mean loss or gradient norm is not finite applies no update (every rank alike).
+  Result step(const Inputs &inputs, int64_t step, double lr, const std::vector<WeightDecay> &decays,
+              bool guarded = false);
 
   /// The overlapped form of a step (OnDevice), for OverlappedUpdates, which hands over
   /// gradients as the backward produces them, in any order. updateShard: the AdamW of p's

@@ -245,7 +245,8 @@ std::string CheckpointWriter::write(const HostState &state, const CheckpointInfo
   std::ostringstream manifest;
   manifest << "{\n  \"format\": " << kFormat << ",\n  \"step\": " << info.step
            << ",\n  \"data_position\": " << info.dataPosition
-           << ",\n  \"data_tokens\": " << info.dataTokens << ",\n  \"plan_hash\": \""
+           << ",\n  \"data_tokens\": " << info.dataTokens
+           << ",\n  \"skipped_steps\": " << info.skippedSteps << ",\n  \"plan_hash\": \""
            << info.planHash << "\",\n  \"state_bytes\": " << totalBytes(segments)
            << ",\n  \"state_checksum\": \"" << checksum << "\",\n  \"parameter_elements\": [";
   for (size_t p = 0; p < state.parameters.size(); ++p)
@@ -314,6 +315,7 @@ CheckpointInfo readCheckpoint(const std::string &path, HostState &state,
   info.step = whole("step");
   info.dataPosition = whole("data_position");
   info.dataTokens = whole("data_tokens");
+  info.skippedSteps = whole("skipped_steps");
   info.planHash = field("plan_hash").string_value();
   if (info.planHash != planHash)
     throw std::runtime_error("checkpoint " + path + " was written by another plan (its hash " +

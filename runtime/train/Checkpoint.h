@@ -18,6 +18,7 @@ struct CheckpointInfo {
   int64_t dataPosition = 0; // the token stream's cursor after them
   int64_t dataTokens = 0;   // the token file's length, which the cursor indexes
   std::string planHash;     // of the plan file's bytes: a resume must run the same plan
+  int64_t skippedSteps = 0; // steps whose update was skipped (not finite)
 };
 
 /// The hash of a file's bytes (hex): what CheckpointInfo.planHash holds.

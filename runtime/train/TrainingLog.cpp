@@ -66,17 +66,19 @@ void TrainingLog::write(const StepReport &report) {
     std::printf("\r[%s%s] ", std::string(filled, '#').c_str(),
                 std::string(30 - filled, '.').c_str());
   }
-  std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s",
+  std::printf("step %lld/%lld | loss %.6f | %.0f ms | %.0f tok/s%s%s%s",
               static_cast<long long>(report.step), static_cast<long long>(steps), report.loss,
-              report.ms, report.tokensPerSecond, report.consoleDetail.c_str(),
-              terminal && report.step < steps ? "" : "\n");
+              report.ms, report.tokensPerSecond, report.skipped ? " | skipped (not finite)" : "",
+              report.consoleDetail.c_str(), terminal && report.step < steps ? "" : "\n");
   std::fflush(stdout);
   if (!metrics.is_open())
     return;
   metrics << "{\"step\":" << report.step << ",\"loss\":" << jsonNumber(report.loss)
           << ",\"lr\":" << jsonNumber(report.lr) << ",\"grad_norm\":" << jsonNumber(report.gradNorm)
           << ",\"ms\":" << jsonNumber(report.ms)
-          << ",\"tokens_per_s\":" << jsonNumber(report.tokensPerSecond);
+          << ",\"tokens_per_s\":" << jsonNumber(report.tokensPerSecond)
+          << ",\"skipped\":" << (report.skipped ? "true" : "false")
+          << ",\"skipped_steps\":" << report.skippedSteps;
   for (const auto &[name, value] : report.measures)
     metrics << ",\"" << name << "\":" << jsonNumber(value);
   metrics << "}\n";

@@ -19,6 +19,8 @@ struct StepReport {
   int64_t step = 0;
   double loss = 0, gradNorm = 0, lr = 0, ms = 0, tokensPerSecond = 0;
   std::string consoleDetail; // appended to the console line: " | device 12.0 ms | ..."
+  bool skipped = false;      // no update applied: the loss or a gradient was not finite
+  int64_t skippedSteps = 0;  // of the run so far
   StepMeasureList measures;  // appended to the metrics object
 };
 

@@ -54,6 +54,9 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
                             the end, on SIGINT/SIGTERM (after the step running), and every
                             --checkpoint-every N steps; the newest --keep-checkpoints K kept
                             (default 3)
+  --on-nonfinite stop|skip  a step whose loss or a gradient is not finite applies no update:
+                            stop (the default) writes a checkpoint and exits 3 naming the
+                            step and the loss or first parameter; skip counts it and goes on
   --resume DIR              go on from a checkpoint (DIR/step-N, or the newest in DIR) to
                             --steps, which counts from the start of training
   --save-weights OUT.safetensors   the trained weights under PyTorch's names and layouts
@@ -201,7 +204,11 @@ Options parseOptions(int argc, char **argv) {
       options.keepCheckpoints = static_cast<int>(countOf(arg, take(), 1));
     else if (arg == "--resume")
       options.resume = take();
-    else if (auto flag = optimizerFlags().find(arg); flag != optimizerFlags().end()) {
+    else if (arg == "--on-nonfinite") {
+      options.onNonFinite = take();
+      if (options.onNonFinite != "stop" && options.onNonFinite != "skip")
+        throw UsageError("--on-nonfinite must be stop or skip, got '" + options.onNonFinite + "'");
+    } else if (auto flag = optimizerFlags().find(arg); flag != optimizerFlags().end()) {
       std::string value = take();
       // A bad value is a usage error now, not after loading the plan: the one setting checked
       // over torch's defaults.

@@ -35,6 +35,9 @@ struct Options {
   /// --checkpoint-every: steps between checkpoints (0: only at the end and on a signal).
   int64_t checkpointEvery = 0;
   int keepCheckpoints = 3;
+  /// --on-nonfinite: a step whose loss or gradient is not finite applies no update; "stop"
+  /// then writes a checkpoint and exits nonzero, "skip" counts it and goes on.
+  std::string onNonFinite = "stop";
   int ranks = 1;
   /// --nproc-per-node: processes (GPUs) of this host; in a child, its rank and NCCL group.
   int processes = 0, processRank = -1;

@@ -250,8 +250,11 @@ int train(const Options &options) {
   HostState state(plan, /*streamCopy=*/onDevice, std::max(0, options.processRank),
                   std::max(1, options.processes), HostState::Masters::Sharded);
   CheckpointInfo resumed;
+  double resumeSeconds = 0;
   if (!resumeFrom.empty()) {
+    auto begin = std::chrono::steady_clock::now();
     resumed = readCheckpoint(resumeFrom, state, planHash);
+    resumeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     if (resumed.step >= options.steps)
       throw std::runtime_error("--resume " + resumeFrom + " is at step " +
                                std::to_string(resumed.step) + "; --steps " +
@@ -287,8 +290,11 @@ int train(const Options &options) {
                                std::to_string(resumed.dataTokens) + " tokens; " + options.data +
                                " holds " + std::to_string(data.size()));
     data.seek(resumed.dataPosition);
-    std::printf("resumed | %s | step %lld | data position %lld\n", resumeFrom.c_str(),
-                static_cast<long long>(resumed.step), static_cast<long long>(resumed.dataPosition));
+    std::printf("resumed | %s | step %lld | data position %lld | %.1f MiB read and checked in "
+                "%.2f s\n",
+                resumeFrom.c_str(), static_cast<long long>(resumed.step),
+                static_cast<long long>(resumed.dataPosition), state.bytes() / 1048576.0,
+                resumeSeconds);
   }
   int64_t batch = stepInputs.batch(), length = stepInputs.length();
   host::Executor<float> executor(plan);
@@ -446,7 +452,7 @@ int train(const Options &options) {
       readOrder = device->readOrder();
 #endif
     updates = std::make_unique<OverlappedUpdates>(std::move(optimizer), readOrder,
-                                                  adamw.grad_clip());
+                                                  adamw.grad_clip(), /*guarded=*/true);
   }
 #ifdef MT_HAS_CUDA
   if (overlapped) {
@@ -464,12 +470,14 @@ int train(const Options &options) {
     std::chrono::steady_clock::time_point start;
     std::string deviceReport;
     StepMeasureList deviceMeasures;
+    bool skipped = false;
+    int64_t skippedSteps = 0;
   };
   auto report = [&](const StepRecord &record, std::chrono::steady_clock::time_point end) {
     double ms = std::chrono::duration<double, std::milli>(end - record.start).count();
     log.write({record.step, record.loss, record.gradNorm, record.lr, ms,
                worldSize * micro * batch * length / (ms / 1000.0), record.deviceReport,
-               record.deviceMeasures});
+               record.skipped, record.skippedSteps, record.deviceMeasures});
   };
   // The overlapped step whose updates may still run, and its record once they all have.
   StepRecord last{};
@@ -494,6 +502,10 @@ int train(const Options &options) {
   // The last step reported (overlapped, a step's record waits for the next step), and the
   // last step run.
   int64_t reportedThrough = resumed.step, ranThrough = resumed.step;
+  // Steps that applied no update (not finite), and why the run stops for one (--on-nonfinite
+  // stop).
+  int64_t skippedSteps = resumed.skippedSteps;
+  std::string nonFinite;
   // A failed step may leave gradient callbacks queued on the device and updates running
   // (see the catch below).
   try {
@@ -505,6 +517,7 @@ int train(const Options &options) {
       // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
       // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
       double loss = 0, gradNorm = 0;
+      bool skipped = false;
       int64_t runs = ranks.empty() ? (layerMajor ? 1 : micro) : 0;
       if (!ranks.empty()) {
         std::vector<StepInputValues> inputs;
@@ -517,7 +530,7 @@ int train(const Options &options) {
         for (size_t r = 0; r < ranks.size(); ++r)
           threads.emplace_back([&, r] {
             try {
-              results[r] = ranks[r]->step(inputs[r], step, lr, decays);
+              results[r] = ranks[r]->step(inputs[r], step, lr, decays, /*guarded=*/true);
             } catch (...) {
               // The first rank to fail is the one to report; it stops the others' waits.
               errors[r] = std::current_exception();
@@ -532,6 +545,7 @@ int train(const Options &options) {
           std::rethrow_exception(errors[failed]);
         loss = results[0].loss;
         gradNorm = results[0].gradNorm;
+        skipped = results[0].skipped;
       }
       for (int64_t m = 0; m < runs; ++m) {
         // A rank over NCCL takes its own batch of the world's, in rank order.
@@ -587,34 +601,56 @@ int train(const Options &options) {
   #endif
       StepRecord record{step, loss, 0.0, lr, start, deviceReport, deviceMeasures};
       ranThrough = step;
-      bool checkpointNow =
-          checkpoints && (step == options.steps || stopSignal ||
-                          (options.checkpointEvery > 0 && step % options.checkpointEvery == 0));
-      if (!ranks.empty()) {
-        record.gradNorm = gradNorm; // the ranks updated their shards and gathered the weights
-      } else {
+      if (ranks.empty()) {
         if (!overlapped) // every gradient is in host memory now
           for (int p = 0; p < plan.parameters_size(); ++p)
             updates->landed(p, step);
-        updates->backwardDone(step);
-        if (overlapped) {
-          // The updates of this step are still running; the last step's are done or nearly.
-          if (reportedThrough < step - 1)
-            report(finishUpdates(step - 1), start);
-          last = record;
-          reportedThrough = step - 1;
-          if (!checkpointNow)
-            continue;
-          // A checkpoint waits for this step's updates.
-          record = finishUpdates(step);
-        } else {
-          record.gradNorm = updates->finished(step);
+        // Over NCCL the ranks decide by the norm alone, which they share: a rank's own loss
+        // could part them.
+        updates->backwardDone(step, nccl ? 0.0 : loss);
+        skipped = updates->skipped(step);
+      }
+      // A step that applied no update stops the run (by default): its checkpoint holds the
+      // weights before it, and the error names what was not finite.
+      if (skipped) {
+        ++skippedSteps;
+        if (options.onNonFinite == "stop") {
+          int p = ranks.empty() ? updates->firstNonFinite(step) : -1;
+          nonFinite = "step " + std::to_string(step) + ": " +
+                      (!std::isfinite(loss)
+                           ? std::string("the loss is ") + (std::isnan(loss) ? "NaN" : "infinite")
+                       : p >= 0 ? "the gradient of " + plan.parameters(p).name() + " is not finite"
+                                : "the gradient norm is not finite") +
+                      "; its update was not applied";
         }
+      }
+      record.skipped = skipped;
+      record.skippedSteps = skippedSteps;
+      bool checkpointNow =
+          checkpoints && (step == options.steps || stopSignal || !nonFinite.empty() ||
+                          (options.checkpointEvery > 0 && step % options.checkpointEvery == 0));
+      bool settle = checkpointNow || !nonFinite.empty();
+      if (!ranks.empty()) {
+        record.gradNorm = gradNorm; // the ranks updated their shards and gathered the weights
+      } else if (overlapped) {
+        // The updates of this step are still running; the last step's are done or nearly.
+        if (reportedThrough < step - 1)
+          report(finishUpdates(step - 1), start);
+        last = record;
+        reportedThrough = step - 1;
+        if (!settle)
+          continue;
+        // A checkpoint, or the end of the run, waits for this step's updates.
+        record = finishUpdates(step);
+      } else {
+        record.gradNorm = updates->finished(step);
       }
       report(record, std::chrono::steady_clock::now());
       reportedThrough = step;
       if (checkpointNow)
         writeCheckpoint(step);
+      if (!nonFinite.empty())
+        break;
     }
     if (overlapped && reportedThrough < ranThrough)
       report(finishUpdates(ranThrough), std::chrono::steady_clock::now());
@@ -634,6 +670,11 @@ int train(const Options &options) {
     device.reset();
 #endif
     throw;
+  }
+  if (!nonFinite.empty()) {
+    std::fprintf(stderr, "mt-run: %s%s\n", nonFinite.c_str(),
+                 checkpoints ? "; the checkpoint of that step holds the weights before it" : "");
+    return 3;
   }
   if (stopSignal && ranThrough < options.steps) {
     std::fprintf(stderr, "mt-run: stopped by %s after step %lld%s\n",
