@@ -107,13 +107,49 @@ for plan in $plans/zoo/*.mask.mtp; do
     python3 $compare $out/zoo-padded-$name.jsonl $plans/zoo/${name%%.*}.padded.losses.json \
     --tolerance 2e-2"
 done
-for weights in llama.pretrained llama.pretrained-bf16.safetensors; do
+# Gemma's weights go in plus 1 (its RMSNorm's folded `1 + weight`).
+for weights in llama.pretrained llama.pretrained-bf16.safetensors gemma.pretrained; do
   reference=$plans/zoo/${weights%.safetensors}.losses.json
-  part "zoo-weights-${weights%.safetensors}" bash -c "$run $plans/zoo/llama.dynamo.mtp \
+  part "zoo-weights-${weights%.safetensors}" bash -c "$run $plans/zoo/${weights%%.*}.dynamo.mtp \
     --data $plans/zoo/zoo.tokens --steps 6 --backend=cuda --weights $plans/zoo/$weights \
     --metrics $out/zoo-$weights.jsonl && python3 $compare $out/zoo-$weights.jsonl $reference \
     --tolerance 2e-2"
 done
+
+# Checkpoints on the device: a run stopped after 7 steps and resumed to 12 ends with the
+# uninterrupted run's weights bit for bit and its losses (the kernels are deterministic),
+# through the overlapped updates and through layer-major micro-batches; SIGTERM mid-run
+# writes the step's checkpoint and exits 143, and the resumed run ends with the same bits; a
+# non-finite step (lr 1e30) applies no update and stops with the state of the step before.
+resume_both() {
+  local plan=$1 data=$2 dir=$out/resume-$(basename "$1" .mtp)
+  rm -rf "$dir" && mkdir -p "$dir" &&
+    $run "$plan" --data "$data" --steps 12 --metrics "$dir/full.jsonl" \
+      --save-weights "$dir/full.safetensors" &&
+    $run "$plan" --data "$data" --steps 7 --checkpoint-dir "$dir/ck" --checkpoint-every 3 \
+      --metrics "$dir/part.jsonl" &&
+    $run "$plan" --data "$data" --steps 12 --resume "$dir/ck" --metrics "$dir/part.jsonl" \
+      --save-weights "$dir/part.safetensors" &&
+    cmp "$dir/full.safetensors" "$dir/part.safetensors" &&
+    diff <(sed 's/,"ms".*//' "$dir/full.jsonl") <(sed 's/,"ms".*//' "$dir/part.jsonl") &&
+    echo "resumed after step 7: weights and losses bitwise the uninterrupted run's"
+}
+part resume-llama resume_both $plans/llama.mtp $plans/llama.tokens
+part resume-llama-k2-m2 resume_both $plans/llama-k2-m2.mtp $plans/llama-m2.tokens
+part sigterm-llama python3 test/Run/Inputs/kill_resume.py sigterm 1 $run $plans/llama.mtp \
+  $plans/llama.tokens 300 "$out/sigterm"
+part nonfinite-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 1 \
+  --lr 1e30 --checkpoint-dir $out/nf-one && ! $run $plans/llama.mtp --data $plans/llama.tokens \
+  --steps 4 --lr 1e30 --checkpoint-dir $out/nf-stop; cmp $out/nf-one/step-00000001/state.bin \
+  $out/nf-stop/step-00000002/state.bin && rm -rf $out/nf-one $out/nf-stop"
+# A checkpoint of the 3.82B benchmark model (h3072, 32 layers, 45.8 GB of masters and
+# moments): its time and size, and a resume's read and check.
+if [[ -f $plans/bench-3.8b.mtp ]]; then
+  part checkpoint-3.8b bash -c "$run $plans/bench-3.8b.mtp --init random --data \
+    $plans/bench-3.8b.tokens --steps 2 --checkpoint-dir /tmp/ck-3.8b --keep-checkpoints 1 && \
+    $run $plans/bench-3.8b.mtp --data $plans/bench-3.8b.tokens --steps 3 --resume /tmp/ck-3.8b; \
+    rc=\$?; du -sb /tmp/ck-3.8b; rm -rf /tmp/ck-3.8b; exit \$rc"
+fi
 
 # Data parallel in the executor: two ranks on this GPU (the collectives relayed through the
 # host), each uploading and offloading its shards, against one rank with twice the batch.
