@@ -29,11 +29,13 @@ std::vector<int> needOf(const std::vector<int> &readOrder) {
 } // namespace
 
 OverlappedUpdates::OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder,
-                                     double maxNorm, bool guarded)
+                                     double maxNorm, Guard guard, bool halt)
     : optimizer(std::move(optimizer)), parameters(static_cast<int>(readOrder.size())),
-      maxNorm(maxNorm), guarded(guarded),
-      measureFirst(maxNorm > 0 || guarded), squares{std::vector<double>(readOrder.size(), 0.0),
-                                                    std::vector<double>(readOrder.size(), 0.0)},
+      maxNorm(maxNorm), guard(guard), halt(halt),
+      measureFirst(maxNorm > 0 || guard == Guard::Whole), squares{std::vector<double>(
+                                                                      readOrder.size(), 0.0),
+                                                                  std::vector<double>(
+                                                                      readOrder.size(), 0.0)},
       landings{std::make_unique<std::atomic<bool>[]>(readOrder.size()),
                std::make_unique<std::atomic<bool>[]>(readOrder.size())},
       queue([this](int item, int64_t step) { run(item, step); }, needOf(readOrder)) {}
@@ -41,7 +43,22 @@ OverlappedUpdates::OverlappedUpdates(Optimizer optimizer, const std::vector<int>
 void OverlappedUpdates::run(int item, int64_t step) {
   const int P = parameters;
   std::vector<double> &stepSquares = squares[step & 1];
+  Outcome &outcome = live[step & 1];
   if (item < P) {
+    if (guard == Guard::Gated) {
+      // Measured first: a gradient not finite, or any after it in the step (or, halted,
+      // in any later step), never reaches the weights.
+      double measured = outcome.skipped || halted ? NAN : optimizer.measure(item);
+      if (!std::isfinite(measured)) {
+        if (!outcome.skipped && !halted)
+          outcome.firstNonFinite = item;
+        outcome.skipped = true;
+        halted = halted || halt;
+        stepSquares[item] = NAN;
+        return;
+      }
+      ++outcome.applied;
+    }
     double itemSquares = optimizer.update(item, step, clipScales[step & 1]);
     if (!measureFirst)
       stepSquares[item] = itemSquares;
@@ -71,15 +88,20 @@ void OverlappedUpdates::backwardDone(int64_t step, double loss) {
                              std::to_string(p) + "'s gradient");
   for (int p = 0; p < parameters; ++p)
     landed[p] = false;
-  skips[step & 1] = false;
   if (measureFirst) {
     queue.waitStep(step, parameters); // the measures
     const std::vector<double> &stepSquares = squares[step & 1];
     norms[step & 1] =
         optimizer.norm(std::accumulate(stepSquares.begin(), stepSquares.end(), 0.0));
     clipScales[step & 1] = clipScale(norms[step & 1], maxNorm);
-    skips[step & 1] = guarded && !(std::isfinite(norms[step & 1]) && std::isfinite(loss));
-    if (!skips[step & 1])
+    Outcome &outcome = live[step & 1];
+    if (guard == Guard::Whole && !(std::isfinite(norms[step & 1]) && std::isfinite(loss))) {
+      outcome.skipped = true;
+      for (int p = 0; p < parameters && outcome.firstNonFinite < 0; ++p)
+        if (!std::isfinite(stepSquares[p]))
+          outcome.firstNonFinite = p;
+    }
+    if (!outcome.skipped)
       for (int p = 0; p < parameters; ++p)
         queue.push(p, step);
   }
@@ -87,16 +109,13 @@ void OverlappedUpdates::backwardDone(int64_t step, double loss) {
 }
 
 double OverlappedUpdates::finished(int64_t step) {
-  queue.waitStep(step, skips[step & 1] ? 1 : parameters + 1);
+  Outcome &outcome = live[step & 1];
+  bool none = guard == Guard::Whole && outcome.skipped; // no update was queued
+  queue.waitStep(step, none ? 1 : parameters + 1);
+  // The slot is step + 2's from now on.
+  settled[step & 1] = outcome;
+  outcome = Outcome{};
   return norms[step & 1];
-}
-
-int OverlappedUpdates::firstNonFinite(int64_t step) const {
-  const std::vector<double> &stepSquares = squares[step & 1];
-  for (int p = 0; p < parameters; ++p)
-    if (!std::isfinite(stepSquares[p]))
-      return p;
-  return -1;
 }
 
 } // namespace mt

@@ -40,20 +40,32 @@ public:
     std::function<void(int64_t step)> finish;
   };
 
+  /// How a step whose loss or gradients are not finite is kept out of the weights.
+  enum class Guard {
+    None,
+    /// Every gradient is measured before any update (as when clipping): a step whose loss
+    /// or gradient norm is not finite applies no update. Exact; without clipping it costs
+    /// the overlap of the updates with the backward.
+    Whole,
+    /// The updates start as gradients land, each gradient measured first: from the first
+    /// one not finite on, no update of the step applies (with `halt`, nor of any later step,
+    /// so that a run that stops keeps that state). Updates landed before it stay applied; a
+    /// non-finite loss makes every gradient non-finite, the first to land included.
+    Gated,
+  };
+
   /// `readOrder`: every parameter, in the order a step first reads them; `maxNorm` as
-  /// clipScale takes it (<= 0: no clipping). `guarded`: every gradient is measured before
-  /// any update, as when clipping, and a step whose loss or gradient norm is not finite
-  /// applies no update at all (skipped).
+  /// clipScale takes it (<= 0: no clipping).
   OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder, double maxNorm,
-                    bool guarded = false);
+                    Guard guard = Guard::None, bool halt = false);
 
   /// Parameter p's gradient of `step` is in host memory. Safe from any thread, including a
   /// CUDA host callback: it only takes a lock; an unknown p, or one that lands twice, becomes
   /// the next wait's error instead of an update.
   void landed(int p, int64_t step);
   /// Every gradient of `step` has landed (else it throws, naming a parameter that has not).
-  /// When clipping or guarded, waits for them to be measured, then queues the updates (none,
-  /// guarded, when `loss` or the norm is not finite). Step s + 2 may begin only after
+  /// When clipping or Guard::Whole, waits for them to be measured, then queues the updates
+  /// (Whole: none when `loss` or the norm is not finite). Step s + 2 may begin only after
   /// finished(s): the two steps share their slots.
   void backwardDone(int64_t step, double loss = 0);
   /// Blocks until p's queued update has run: before a step reads p or overwrites its gradient.
@@ -61,10 +73,16 @@ public:
   /// Blocks until `step`'s updates and finish have run; returns its gradient norm (before
   /// clipping). Every wait rethrows the first error the worker met.
   double finished(int64_t step);
-  /// Whether `step` applied no update (guarded), and then the first parameter (plan order)
-  /// whose gradient is not finite, or -1 when only the loss is not.
-  bool skipped(int64_t step) const { return skips[step & 1]; }
-  int firstNonFinite(int64_t step) const;
+  /// After finished(step): whether the guard kept `step`'s updates out (all of them, or
+  /// Gated, those from the first non-finite gradient on), the first parameter whose
+  /// gradient was not finite (-1: the loss alone, or a halted step), and how many of its
+  /// updates applied before it (Gated).
+  struct Outcome {
+    bool skipped = false;
+    int firstNonFinite = -1;
+    int applied = 0;
+  };
+  Outcome outcome(int64_t step) const { return settled[step & 1]; }
 
 private:
   void run(int item, int64_t step);
@@ -72,13 +90,16 @@ private:
   Optimizer optimizer;
   const int parameters;
   const double maxNorm;
-  const bool guarded, measureFirst; // measureFirst: clipping or guarded
+  const Guard guard;
+  const bool halt, measureFirst; // measureFirst: clipping or Guard::Whole
   // Per step, alternating: each gradient's squares, the norm and the clip scale.
   std::vector<double> squares[2];
   std::unique_ptr<std::atomic<bool>[]> landings[2]; // per parameter: its gradient landed
   double norms[2] = {0, 0};
   float clipScales[2] = {1.0f, 1.0f};
-  bool skips[2] = {false, false};
+  // Per step: what the guard did so far (the worker's), and once finished (the caller's).
+  Outcome live[2], settled[2];
+  bool halted = false; // Gated with halt: a non-finite step stops every later update
   UpdateQueue queue; // last: its worker reads the members above
 };
 

@@ -120,7 +120,8 @@ done
 # uninterrupted run's weights bit for bit and its losses (the kernels are deterministic),
 # through the overlapped updates and through layer-major micro-batches; SIGTERM mid-run
 # writes the step's checkpoint and exits 143, and the resumed run ends with the same bits; a
-# non-finite step (lr 1e30) applies no update and stops with the state of the step before.
+# non-finite step (lr 1e30: every gradient of step 2 NaN, the first to land included) applies
+# no update, nor does any later one, and the run stops with the state of step 1.
 resume_both() {
   local plan=$1 data=$2 dir=$out/resume-$(basename "$1" .mtp)
   rm -rf "$dir" && mkdir -p "$dir" &&
@@ -141,7 +142,7 @@ part sigterm-llama python3 test/Run/Inputs/kill_resume.py sigterm 1 $run $plans/
 part nonfinite-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 1 \
   --lr 1e30 --checkpoint-dir $out/nf-one && ! $run $plans/llama.mtp --data $plans/llama.tokens \
   --steps 4 --lr 1e30 --checkpoint-dir $out/nf-stop; cmp $out/nf-one/step-00000001/state.bin \
-  $out/nf-stop/step-00000002/state.bin && rm -rf $out/nf-one $out/nf-stop"
+  $out/nf-stop/step-*/state.bin && rm -rf $out/nf-one $out/nf-stop"
 # A checkpoint of the 3.82B benchmark model (h3072, 32 layers, 45.8 GB of masters and
 # moments): its time and size, and a resume's read and check.
 if [[ -f $plans/bench-3.8b.mtp ]]; then
@@ -240,6 +241,11 @@ sys.exit(1 if over or not rows else 0)"
 # the GPU, and PyTorch FSDP2 with CPU offload. Steps are medians (mt: its metrics).
 part bench-mt-1b $run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens --steps 8 \
   --lr 1e-4 --backend=cuda --metrics "$out/bench-mt-1b.jsonl"
+# The same with every gradient measured before any update (a clip that never clips): what
+# the gated non-finite guard saves by letting the updates overlap the backward.
+part bench-mt-1b-measured-first $run $plans/bench-1b.mtp --init random --data \
+  $plans/bench-1b.tokens --steps 8 --lr 1e-4 --grad-clip 1e30 --backend=cuda \
+  --metrics "$out/bench-mt-1b-measured-first.jsonl"
 # Two GPUs' throughput against one's (median tokens a second after the first step): at
 # least 1.8 times.
 if [ "$gpus" -ge 2 ]; then

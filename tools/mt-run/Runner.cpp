@@ -451,8 +451,14 @@ int train(const Options &options) {
     if (device)
       readOrder = device->readOrder();
 #endif
-    updates = std::make_unique<OverlappedUpdates>(std::move(optimizer), readOrder,
-                                                  adamw.grad_clip(), /*guarded=*/true);
+    // The non-finite guard: exact (every gradient measured before any update) where the
+    // updates cannot overlap the backward anyway, when clipping, and over NCCL (the ranks'
+    // shared norm decides); otherwise gated, so that the updates keep overlapping it.
+    bool gated = overlapped && adamw.grad_clip() <= 0 && options.processes == 0;
+    updates = std::make_unique<OverlappedUpdates>(
+        std::move(optimizer), readOrder, adamw.grad_clip(),
+        gated ? OverlappedUpdates::Guard::Gated : OverlappedUpdates::Guard::Whole,
+        /*halt=*/options.onNonFinite == "stop");
   }
 #ifdef MT_HAS_CUDA
   if (overlapped) {
@@ -481,12 +487,35 @@ int train(const Options &options) {
   };
   // The overlapped step whose updates may still run, and its record once they all have.
   StepRecord last{};
+  // Steps whose updates the guard kept out (not finite), and why the run stops for one
+  // (--on-nonfinite=stop).
+  int64_t skippedSteps = resumed.skippedSteps;
+  std::string nonFinite;
+  auto judge = [&](StepRecord &record, const OverlappedUpdates::Outcome &outcome) {
+    record.skipped = outcome.skipped;
+    skippedSteps += outcome.skipped;
+    record.skippedSteps = skippedSteps;
+    if (options.onNonFinite != "stop" || !nonFinite.empty() ||
+        (!outcome.skipped && std::isfinite(record.loss)))
+      return;
+    int p = outcome.firstNonFinite;
+    nonFinite =
+        "step " + std::to_string(record.step) + ": " +
+        (!std::isfinite(record.loss)
+             ? std::string("the loss is ") + (std::isnan(record.loss) ? "NaN" : "infinite")
+         : p >= 0 ? "the gradient of " + plan.parameters(p).name() + " is not finite"
+                  : "the gradient norm is not finite") +
+        (outcome.applied > 0 ? "; the updates of the " + std::to_string(outcome.applied) +
+                                   " parameters whose gradients landed before it were applied"
+                             : "; its update was not applied");
+  };
   auto finishUpdates = [&](int64_t step) {
     last.gradNorm = updates->finished(step);
 #ifdef MT_HAS_CUDA
     if (ncclRank)
       last.loss = rankLoss[step & 1];
 #endif
+    judge(last, updates->outcome(step));
     return last;
   };
   // A checkpoint after `step`, whose updates are all done.
@@ -502,10 +531,6 @@ int train(const Options &options) {
   // The last step reported (overlapped, a step's record waits for the next step), and the
   // last step run.
   int64_t reportedThrough = resumed.step, ranThrough = resumed.step;
-  // Steps that applied no update (not finite), and why the run stops for one (--on-nonfinite
-  // stop).
-  int64_t skippedSteps = resumed.skippedSteps;
-  std::string nonFinite;
   // A failed step may leave gradient callbacks queued on the device and updates running
   // (see the catch below).
   try {
@@ -517,7 +542,7 @@ int train(const Options &options) {
       // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
       // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
       double loss = 0, gradNorm = 0;
-      bool skipped = false;
+      bool rankSkipped = false;
       int64_t runs = ranks.empty() ? (layerMajor ? 1 : micro) : 0;
       if (!ranks.empty()) {
         std::vector<StepInputValues> inputs;
@@ -545,7 +570,7 @@ int train(const Options &options) {
           std::rethrow_exception(errors[failed]);
         loss = results[0].loss;
         gradNorm = results[0].gradNorm;
-        skipped = results[0].skipped;
+        rankSkipped = results[0].skipped;
       }
       for (int64_t m = 0; m < runs; ++m) {
         // A rank over NCCL takes its own batch of the world's, in rank order.
@@ -601,53 +626,41 @@ int train(const Options &options) {
   #endif
       StepRecord record{step, loss, 0.0, lr, start, deviceReport, deviceMeasures};
       ranThrough = step;
-      if (ranks.empty()) {
+      // A step settles (its updates done) for a checkpoint, or when the run stops over a
+      // step that was not finite.
+      auto settles = [&] {
+        return !nonFinite.empty() ||
+               (checkpoints &&
+                (step == options.steps || stopSignal ||
+                 (options.checkpointEvery > 0 && step % options.checkpointEvery == 0)));
+      };
+      if (!ranks.empty()) {
+        record.gradNorm = gradNorm; // the ranks updated their shards and gathered the weights
+        judge(record, {rankSkipped, -1, 0});
+      } else {
         if (!overlapped) // every gradient is in host memory now
           for (int p = 0; p < plan.parameters_size(); ++p)
             updates->landed(p, step);
         // Over NCCL the ranks decide by the norm alone, which they share: a rank's own loss
         // could part them.
-        updates->backwardDone(step, nccl ? 0.0 : loss);
-        skipped = updates->skipped(step);
-      }
-      // A step that applied no update stops the run (by default): its checkpoint holds the
-      // weights before it, and the error names what was not finite.
-      if (skipped) {
-        ++skippedSteps;
-        if (options.onNonFinite == "stop") {
-          int p = ranks.empty() ? updates->firstNonFinite(step) : -1;
-          nonFinite = "step " + std::to_string(step) + ": " +
-                      (!std::isfinite(loss)
-                           ? std::string("the loss is ") + (std::isnan(loss) ? "NaN" : "infinite")
-                       : p >= 0 ? "the gradient of " + plan.parameters(p).name() + " is not finite"
-                                : "the gradient norm is not finite") +
-                      "; its update was not applied";
+        updates->backwardDone(step, options.processes > 0 ? 0.0 : loss);
+        if (overlapped) {
+          // The updates of this step are still running; the last step's are done or nearly.
+          if (reportedThrough < step - 1)
+            report(finishUpdates(step - 1), start);
+          last = record;
+          reportedThrough = step - 1;
+          if (!settles())
+            continue;
+          record = finishUpdates(step);
+        } else {
+          record.gradNorm = updates->finished(step);
+          judge(record, updates->outcome(step));
         }
-      }
-      record.skipped = skipped;
-      record.skippedSteps = skippedSteps;
-      bool checkpointNow =
-          checkpoints && (step == options.steps || stopSignal || !nonFinite.empty() ||
-                          (options.checkpointEvery > 0 && step % options.checkpointEvery == 0));
-      bool settle = checkpointNow || !nonFinite.empty();
-      if (!ranks.empty()) {
-        record.gradNorm = gradNorm; // the ranks updated their shards and gathered the weights
-      } else if (overlapped) {
-        // The updates of this step are still running; the last step's are done or nearly.
-        if (reportedThrough < step - 1)
-          report(finishUpdates(step - 1), start);
-        last = record;
-        reportedThrough = step - 1;
-        if (!settle)
-          continue;
-        // A checkpoint, or the end of the run, waits for this step's updates.
-        record = finishUpdates(step);
-      } else {
-        record.gradNorm = updates->finished(step);
       }
       report(record, std::chrono::steady_clock::now());
       reportedThrough = step;
-      if (checkpointNow)
+      if (checkpoints && settles())
         writeCheckpoint(step);
       if (!nonFinite.empty())
         break;
