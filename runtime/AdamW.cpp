@@ -379,15 +379,25 @@ void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int6
 
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
                    double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16,
-                   float gradScale, float decayCenter) {
+                   float gradScale, float decayCenter, bool guarded) {
   AdamWStep constants(config, lr, weightDecay, step, gradScale, decayCenter);
   UpdateRange update = vectorUpdate();
+  SquaresRange squares = vectorSquares();
   // Every element is independent: the chunks spread over all cores. Each gradient element is
   // squared as the update loads it: the norm costs no pass over memory of its own.
   int64_t chunks = (count + kNormChunk - 1) / kNormChunk;
   std::vector<double> partial(chunks, 0.0);
   runParallel(chunks, [&](int64_t c) {
     int64_t begin = c * kNormChunk, end = std::min(count, begin + kNormChunk);
+    if (guarded) {
+      // The chunk's gradient measured first, while it stays in cache: a chunk with a value
+      // that is not finite keeps its weights and moments.
+      double measured = chunkSquares(squares, grad, begin, end);
+      if (!std::isfinite(measured)) {
+        partial[c] = measured;
+        return;
+      }
+    }
     double lanes[kSquareLanes] = {};
     update(constants, param, m, v, grad, bf16, begin, end, lanes);
     partial[c] = combineLanes(lanes);

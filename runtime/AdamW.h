@@ -57,10 +57,13 @@ const char *adamwVectorUnit();
 /// gives bit-identical results. Returns squaredNorm(grad, count) of the gradient as given,
 /// bit for bit, summed while each chunk is in cache. Weight decay pulls the parameter toward
 /// `decayCenter`: a parameter that holds PyTorch's `weight` plus a constant (Parameter's
-/// source_offset) decays as `weight` decays toward 0.
+/// source_offset) decays as `weight` decays toward 0. `guarded`: each chunk of 64Ki elements
+/// whose gradient holds a value that is not finite keeps its weights and moments (the
+/// returned squares are then not finite): no such value reaches the state.
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
                    double weightDecay, const plan::AdamW &config, int64_t step,
-                   uint16_t *bf16 = nullptr, float gradScale = 1.0f, float decayCenter = 0.0f);
+                   uint16_t *bf16 = nullptr, float gradScale = 1.0f, float decayCenter = 0.0f,
+                   bool guarded = false);
 
 /// The scalar reference of adamwUpdate, one thread, for tests of the vector paths.
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,

@@ -46,18 +46,24 @@ void OverlappedUpdates::run(int item, int64_t step) {
   Outcome &outcome = live[step & 1];
   if (item < P) {
     if (guard == Guard::Gated) {
-      // Measured first: a gradient not finite, or any after it in the step (or, halted,
-      // in any later step), never reaches the weights.
-      double measured = outcome.skipped || halted ? NAN : optimizer.measure(item);
-      if (!std::isfinite(measured)) {
-        if (!outcome.skipped && !halted)
-          outcome.firstNonFinite = item;
+      // After a gradient that was not finite, no update of the step runs (halted: of any
+      // later step). That gradient's own update (guarded AdamW) left the chunks holding such
+      // values as they were.
+      if (outcome.skipped || halted) {
         outcome.skipped = true;
-        halted = halted || halt;
         stepSquares[item] = NAN;
         return;
       }
-      ++outcome.applied;
+      double itemSquares = optimizer.update(item, step, clipScales[step & 1]);
+      stepSquares[item] = itemSquares;
+      if (std::isfinite(itemSquares)) {
+        ++outcome.applied;
+      } else {
+        outcome.skipped = true;
+        outcome.firstNonFinite = item;
+        halted = halt;
+      }
+      return;
     }
     double itemSquares = optimizer.update(item, step, clipScales[step & 1]);
     if (!measureFirst)

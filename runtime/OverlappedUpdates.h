@@ -30,7 +30,7 @@ public:
   /// collectives keep one order (norm s, loss s, norm s+1, ...) on one communicator.
   struct Optimizer {
     /// AdamW of parameter p at `step` from its gradient times `clip`; returns the squared
-    /// norm of the gradient as given.
+    /// norm of the gradient as given (Gated: guarded, not finite when it held such values).
     std::function<double(int p, int64_t step, float clip)> update;
     /// The squared norm of p's gradient, before any update (clipping only).
     std::function<double(int p)> measure;
@@ -47,10 +47,11 @@ public:
     /// or gradient norm is not finite applies no update. Exact; without clipping it costs
     /// the overlap of the updates with the backward.
     Whole,
-    /// The updates start as gradients land, each gradient measured first: from the first
-    /// one not finite on, no update of the step applies (with `halt`, nor of any later step,
-    /// so that a run that stops keeps that state). Updates landed before it stay applied; a
-    /// non-finite loss makes every gradient non-finite, the first to land included.
+    /// The updates start as gradients land, and `update` keeps any value that is not finite
+    /// out of the state (guarded AdamW); from the first gradient that held one on, no update
+    /// of the step runs (with `halt`, nor of any later step, so that a run that stops keeps
+    /// that state). Updates landed before it stay applied; a non-finite loss makes every
+    /// gradient non-finite, the first to land included.
     Gated,
   };
 

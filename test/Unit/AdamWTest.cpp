@@ -119,6 +119,39 @@ int main() {
               "scaling the gradient first, and decaying toward a center\n",
               mt::adamwVectorUnit(), sizeof(sizes) / sizeof(sizes[0]));
 
+  // Guarded: a gradient with a NaN in its second chunk of 64Ki elements leaves that chunk's
+  // weights and moments as they were, updates the others as unguarded AdamW does, and
+  // reports squares that are not finite.
+  {
+    const int64_t size = 3 << 16;
+    std::vector<float> param(size), grad(size);
+    for (int64_t i = 0; i < size; ++i) {
+      param[i] = normal(random);
+      grad[i] = normal(random) * 0.01f;
+    }
+    grad[(1 << 16) + 5] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> guarded = param, m1(size, 0.5f), v1(size, 0.25f);
+    std::vector<float> plain = param, m2(size, 0.5f), v2(size, 0.25f);
+    double squares = mt::adamwUpdate(guarded.data(), m1.data(), v1.data(), grad.data(), size, 1e-3,
+                                     0.1, config, 2, nullptr, 1.0f, 0.0f, true);
+    mt::adamwUpdate(plain.data(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1, config, 2);
+    bool kept = true, updated = true;
+    for (int64_t i = 0; i < size; ++i) {
+      bool bad = i >> 16 == 1;
+      if (bad)
+        kept = kept && guarded[i] == param[i] && m1[i] == 0.5f && v1[i] == 0.25f;
+      else
+        updated = updated && guarded[i] == plain[i] && m1[i] == m2[i] && v1[i] == v2[i];
+    }
+    if (!kept || !updated || std::isfinite(squares)) {
+      std::printf("FAIL: guarded AdamW: the NaN chunk kept %d, the others updated %d, squares "
+                  "%g\n",
+                  kept, updated, squares);
+      ++failures;
+    }
+    std::printf("guarded: a chunk whose gradient holds a NaN keeps its state, the rest update\n");
+  }
+
   struct Case {
     float value;
     uint16_t expected;

@@ -348,11 +348,16 @@ int train(const Options &options) {
   std::vector<float *> gradients(plan.parameters_size());
   bool overlapped = onDevice && (layerMajor || micro == 1);
   OverlappedUpdates::Optimizer optimizer;
+  // The non-finite guard: exact (every gradient measured before any update) where the
+  // updates cannot overlap the backward anyway, when clipping, and over NCCL (the ranks'
+  // shared norm decides); otherwise gated, so that the updates keep overlapping it.
+  bool gated = overlapped && adamw.grad_clip() <= 0 && options.processes == 0;
   optimizer.update = [&](int p, int64_t step, float clip) {
     const ParameterState &parameter = state.parameters[p];
     return adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
                        gradients[p], parameter.count, learningRate(adamw, step, options.steps),
-                       decays[p].rate, adamw, step, parameter.streamCopy, clip, decays[p].center);
+                       decays[p].rate, adamw, step, parameter.streamCopy, clip, decays[p].center,
+                       /*guarded=*/gated);
   };
   optimizer.measure = [&](int p) { return squaredNorm(gradients[p], counts[p]); };
   optimizer.norm = [](double squares) { return std::sqrt(squares); };
@@ -451,10 +456,6 @@ int train(const Options &options) {
     if (device)
       readOrder = device->readOrder();
 #endif
-    // The non-finite guard: exact (every gradient measured before any update) where the
-    // updates cannot overlap the backward anyway, when clipping, and over NCCL (the ranks'
-    // shared norm decides); otherwise gated, so that the updates keep overlapping it.
-    bool gated = overlapped && adamw.grad_clip() <= 0 && options.processes == 0;
     updates = std::make_unique<OverlappedUpdates>(
         std::move(optimizer), readOrder, adamw.grad_clip(),
         gated ? OverlappedUpdates::Guard::Gated : OverlappedUpdates::Guard::Whole,
@@ -686,7 +687,7 @@ int train(const Options &options) {
   }
   if (!nonFinite.empty()) {
     std::fprintf(stderr, "mt-run: %s%s\n", nonFinite.c_str(),
-                 checkpoints ? "; the checkpoint of that step holds the weights before it" : "");
+                 checkpoints ? "; the last checkpoint holds the state it left" : "");
     return 3;
   }
   if (stopSignal && ranThrough < options.steps) {
