@@ -120,8 +120,9 @@ done
 # uninterrupted run's weights bit for bit and its losses (the kernels are deterministic),
 # through the overlapped updates and through layer-major micro-batches; SIGTERM mid-run
 # writes the step's checkpoint and exits 143, and the resumed run ends with the same bits.
-# A non-finite step (lr 1e30: step 2's gradients overflow) stops the run with exit 3 and a
-# checkpoint whose every value is finite (the gated guard: no such value reaches the state).
+# Weights with a NaN final norm scale make every gradient NaN, the first to land included:
+# with --on-nonfinite skip no update applies on the device either (the gated guard), and the
+# saved weights are the loaded ones bit for bit; stop exits 3.
 resume_both() {
   local plan=$1 data=$2 dir=$out/resume-$(basename "$1" .mtp)
   rm -rf "$dir" && mkdir -p "$dir" &&
@@ -139,12 +140,14 @@ part resume-llama resume_both $plans/llama.mtp $plans/llama.tokens
 part resume-llama-k2-m2 resume_both $plans/llama-k2-m2.mtp $plans/llama-m2.tokens
 part sigterm-llama python3 test/Run/Inputs/kill_resume.py sigterm 1 $run $plans/llama.mtp \
   $plans/llama.tokens 300 "$out/sigterm"
-part nonfinite-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 4 \
-  --lr 1e30 --checkpoint-dir $out/nf-stop; test \$? -eq 3 && python3 -c \"
-import glob, numpy as np, sys
-state = np.fromfile(glob.glob('$out/nf-stop/step-*/state.bin')[0], dtype=np.float32)
-print(state.size, 'values in the checkpoint, all finite:', bool(np.isfinite(state).all()))
-sys.exit(not np.isfinite(state).all())\" && rm -rf $out/nf-stop"
+part nonfinite-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens --steps 1 \
+  --lr 0 --save-weights $out/nf-initial.safetensors && python3 test/Run/Inputs/poison_weights.py \
+  $out/nf-initial.safetensors $out/nf-poisoned.safetensors norm.weight nan && \
+  $run $plans/llama.mtp --data $plans/llama.tokens --steps 3 --weights $out/nf-poisoned.safetensors \
+  --on-nonfinite skip --save-weights $out/nf-after.safetensors && \
+  cmp $out/nf-poisoned.safetensors $out/nf-after.safetensors && \
+  { $run $plans/llama.mtp --data $plans/llama.tokens --steps 3 --weights \
+  $out/nf-poisoned.safetensors; test \$? -eq 3; }"
 # A checkpoint of the 3.82B benchmark model (h3072, 32 layers, 45.8 GB of masters and
 # moments): its time and size, and a resume's read and check.
 if [[ -f $plans/bench-3.8b.mtp ]]; then
