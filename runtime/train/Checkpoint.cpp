@@ -192,6 +192,8 @@ std::string stepFolder(const std::string &folder, int64_t step) {
 
 } // namespace
 
+int64_t checkpointBytes(const HostState &state) { return totalBytes(segmentsOf(state)); }
+
 std::string fileHash(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)

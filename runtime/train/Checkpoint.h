@@ -21,6 +21,10 @@ struct CheckpointInfo {
   int64_t skippedSteps = 0; // steps whose update was skipped (not finite)
 };
 
+/// The bytes of `state`'s checkpoint: every master and both moments, 12 a parameter (the
+/// bf16 copies are not kept: they are the masters rounded).
+int64_t checkpointBytes(const HostState &state);
+
 /// The hash of a file's bytes (hex): what CheckpointInfo.planHash holds.
 std::string fileHash(const std::string &path);
 

@@ -293,7 +293,7 @@ int train(const Options &options) {
     std::printf("resumed | %s | step %lld | data position %lld | %.1f MiB read and checked in "
                 "%.2f s\n",
                 resumeFrom.c_str(), static_cast<long long>(resumed.step),
-                static_cast<long long>(resumed.dataPosition), state.bytes() / 1048576.0,
+                static_cast<long long>(resumed.dataPosition), checkpointBytes(state) / 1048576.0,
                 resumeSeconds);
   }
   int64_t batch = stepInputs.batch(), length = stepInputs.length();
@@ -524,7 +524,7 @@ int train(const Options &options) {
     auto begin = std::chrono::steady_clock::now();
     std::string path = checkpoints->write(state, {step, data.position(), data.size(), planHash});
     std::printf("checkpoint | step %lld | %s | %.1f MiB in %.2f s\n", static_cast<long long>(step),
-                path.c_str(), state.bytes() / 1048576.0,
+                path.c_str(), checkpointBytes(state) / 1048576.0,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
     std::fflush(stdout);
   };
