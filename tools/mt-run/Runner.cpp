@@ -522,7 +522,8 @@ int train(const Options &options) {
   // A checkpoint after `step`, whose updates are all done.
   auto writeCheckpoint = [&](int64_t step) {
     auto begin = std::chrono::steady_clock::now();
-    std::string path = checkpoints->write(state, {step, data.position(), data.size(), planHash});
+    std::string path =
+        checkpoints->write(state, {step, data.position(), data.size(), planHash, skippedSteps});
     std::printf("checkpoint | step %lld | %s | %.1f MiB in %.2f s\n", static_cast<long long>(step),
                 path.c_str(), checkpointBytes(state) / 1048576.0,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
