@@ -288,6 +288,25 @@ LogicalResult NodeImporter::run() {
   auto it = handlers().find(node.op_type());
   if (it == handlers().end())
     return error() << "unsupported op";
+  // The inputs the ONNX spec requires of each op, at every opset mt reads (the handlers check
+  // the optional ones): a model without one is refused here, before any handler reads it.
+  static const llvm::StringMap<int> required = [] {
+    llvm::StringMap<int> r;
+    for (const auto &[op, handler] : handlers())
+      r[op] = handler == &NodeImporter::binary ? 2 : 1;
+    for (const char *op : {"MatMul", "Gemm", "LayerNormalization", "Reshape", "Expand", "Tile",
+                           "Gather", "GatherND", "CumSum", "RMSNormalization"})
+      r[op] = 2;
+    for (const char *op : {"Where", "Range", "RotaryEmbedding", "Attention"})
+      r[op] = 3;
+    r["Constant"] = 0;
+    return r;
+  }();
+  int needs = required.lookup(node.op_type());
+  for (int i = 0; i < needs; ++i)
+    if (!has(i))
+      return error() << "needs " << needs << " input" << (needs == 1 ? "" : "s") << ", input " << i
+                     << " is missing";
   for (int i = 0; i < node.input_size(); ++i)
     if (has(i) && !graph.values.count(node.input(i)))
       return error() << "input '" << node.input(i) << "' is not defined";

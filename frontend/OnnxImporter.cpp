@@ -393,6 +393,8 @@ LogicalResult GraphImporter::importInitializers() {
       return readExternalData(tensor);
     if (!tensor.raw_data().empty())
       return tensor.raw_data();
+    if (tensor.float_data_size() == 0)
+      return std::nullopt; // no float elements to compare (fuzzing found the empty memcpy)
     std::string packed(tensor.float_data_size() * sizeof(float), '\0');
     std::memcpy(packed.data(), tensor.float_data().data(), packed.size());
     return packed;

@@ -161,7 +161,10 @@ SafetensorsArchive::SafetensorsArchive(const std::string &path) {
         parseJson(std::string(bytes + 8, headerBytes), file + "'s header");
     const char *data = bytes + 8 + headerBytes;
     uint64_t dataBytes = mapping->bytes - 8 - headerBytes;
-    for (const auto &[name, entry] : header.fields()) {
+    for (const auto &item : header.fields()) {
+      // Named, not bound: lambdas below capture them (C++17 cannot capture bindings).
+      const std::string &name = item.first;
+      const google::protobuf::Value &entry = item.second;
       if (name == "__metadata__")
         continue;
       const auto &fields = entry.struct_value().fields();
@@ -306,7 +309,9 @@ std::vector<WeightsMap::Source> matchPretrainedWeights(const plan::Plan &plan,
     for (const std::string &tied : parameter.tied_names())
       if (tensors.count(tied) && !used.count(tied))
         tiedCopies.insert(tied);
-  for (const auto &[name, tensor] : tensors) {
+  for (const auto &named : tensors) {
+    const std::string &name = named.first;
+    const SafetensorsArchive::Tensor &tensor = named.second;
     if (used.count(name) || tiedCopies.count(name))
       continue;
     bool duplicate = std::any_of(used.begin(), used.end(), [&](const std::string &other) {

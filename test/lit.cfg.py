@@ -7,7 +7,7 @@ from lit.llvm import llvm_config
 config.name = "mt"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "AdamWTest.cpp", "UpdateQueueTest.cpp", "OverlappedUpdatesTest.cpp", "RendezvousTest.cpp", "DataParallelTest.cpp", "MatmulTest.cpp", "PinnedMemoryTest.cpp"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "Corpus", "AdamWTest.cpp", "UpdateQueueTest.cpp", "OverlappedUpdatesTest.cpp", "RendezvousTest.cpp", "DataParallelTest.cpp", "MatmulTest.cpp", "PinnedMemoryTest.cpp"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mt_obj_root, "test")
 
@@ -30,15 +30,20 @@ for unit, flag in (("avx2", "avx2"), ("avx512", "avx512f")):
     if flag in flags:
         config.available_features.add(unit)
 for test in ("mt-gpu-matmul-test", "mt-gpu-pinned-test", "mt-gpu-data-parallel-test"):
-    config.substitutions.append(("%" + test, os.path.join(config.mt_obj_root, "test", test)))
+    folder = "Fuzz" if test.startswith("mt-fuzz") else ""
+    config.substitutions.append(
+        ("%" + test, os.path.join(config.mt_obj_root, "test", folder, test)))
 config.substitutions.append(("%fixtures", config.fixtures_dir))
 # A tool's path where a script (not the shell) runs it.
 config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools", "mt-run")))
 config.substitutions.append(("%mtc", os.path.join(config.mt_obj_root, "tools", "mtc")))
 for test in ("mt-adamw-test", "mt-update-queue-test", "mt-overlapped-updates-test", "mt-rendezvous-test",
              "mt-data-parallel-test", "mt-step-inputs-test",
-             "mt-training-log-test", "mt-plan-loader-test"):
-    config.substitutions.append(("%" + test, os.path.join(config.mt_obj_root, "test", test)))
+             "mt-training-log-test", "mt-plan-loader-test", "mt-fuzz-plan",
+             "mt-fuzz-tokens", "mt-fuzz-safetensors", "mt-fuzz-onnx", "mt-fuzz-onnx-text"):
+    folder = "Fuzz" if test.startswith("mt-fuzz") else ""
+    config.substitutions.append(
+        ("%" + test, os.path.join(config.mt_obj_root, "test", folder, test)))
 # Fixture scripts need Debian's python3 (torch, onnx), not the interpreter running lit.
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
 config.substitutions.append(("%python", "/usr/bin/python3"))

@@ -132,6 +132,27 @@ def short_constant():
                  [f32("x", [2, 2])], [f32("y", [4])])
 
 
+def reduce_no_input():
+    return model([helper.make_node("ReduceSum", [], ["y"], name="sum")],
+                 [f32("x", [2, 4])], [f32("y", [])])
+
+
+def where_two_inputs():
+    return model([helper.make_node("Where", ["c", "x"], ["y"], name="pick")],
+                 [helper.make_tensor_value_info("c", TensorProto.BOOL, [2]), f32("x", [2])],
+                 [f32("y", [2])])
+
+
+def tied_empty_data():
+    # Two transposed-shape initializers, one holding its data nowhere (no raw_data, no
+    # float_data): the search for tied copies must not read it.
+    a = helper.make_tensor("a", TensorProto.FLOAT, [2, 3], [1, 2, 3, 4, 5, 6])
+    b = TensorProto(name="b", data_type=TensorProto.FLOAT, dims=[3, 2])
+    return model([helper.make_node("MatMul", ["x", "a"], ["h"], name="mm"),
+                  helper.make_node("MatMul", ["h", "b"], ["y"], name="mm2")],
+                 [f32("x", [1, 2])], [f32("y", [1, 2])], [a, b])
+
+
 CASES = {name: fn for name, fn in globals().items()
          if callable(fn) and fn.__module__ == __name__ and name not in
          ("f32", "i64", "ints", "scalar", "model", "with_dims")}
