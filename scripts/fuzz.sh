@@ -3,7 +3,7 @@
 # and runs each for SECONDS (default 120) from a copy of its seed corpus, the new inputs kept
 # in build-fuzz/corpus/TARGET. A target that crashes, leaks past the limits or trips a
 # sanitizer stops with its input saved (build-fuzz/crash-*); the summary is
-# build-fuzz/fuzz-results.txt: executions and the corpus grown, per target.
+# appended to build-fuzz/fuzz-results.txt: executions and the corpus grown, per target.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET ...]   (targets: plan tokens safetensors onnx
 #        onnx-text; default all)
 set -euo pipefail
@@ -25,7 +25,7 @@ cmake --build "$build" --target "${targets[@]/#/mt-fuzz-}"
 [[ -d /dev/shm && -w /dev/shm ]] && export TMPDIR=/dev/shm
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-: > "$build/fuzz-results.txt"
+echo "== $(date -u +%F\ %T) clang $(clang -dumpversion), $seconds s a target" >> "$build/fuzz-results.txt"
 for target in "${targets[@]}"; do
   corpus="$build/corpus/$target"
   mkdir -p "$corpus"

@@ -4,10 +4,13 @@
 #include "runtime/KernelShapes.h"
 #include "runtime/ThreadPool.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 namespace mt {
@@ -18,16 +21,42 @@ constexpr int32_t kLlmcMagic = 20240520;
 constexpr size_t kLlmcHeaderBytes = 256 * sizeof(int32_t);
 } // namespace
 
-TokenData::TokenData(const std::string &path, const std::string &dtype) : path(path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+struct TokenData::Mapping {
+  void *data = MAP_FAILED;
+  size_t bytes = 0;
+  ~Mapping() {
+    if (data != MAP_FAILED)
+      munmap(data, bytes);
+  }
+};
+
+TokenData::TokenData(const std::string &path, const std::string &dtype)
+    : path(path), mapping(std::make_unique<Mapping>()) {
+  if (dtype != "u16" && dtype != "u32")
+    throw std::runtime_error("--data-dtype must be u16 or u32, got " + dtype);
+  // Mapped, not read: a file of billions of tokens costs no copy, and the pages a run never
+  // reaches are never read.
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0)
     throw std::runtime_error("cannot open data file " + path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t offset = 0, width = dtype == "u32" ? 4 : 2;
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    throw std::runtime_error("data file " + path + " is not a regular file");
+  }
+  mapping->bytes = static_cast<size_t>(info.st_size);
+  if (mapping->bytes > 0)
+    mapping->data = mmap(nullptr, mapping->bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (mapping->bytes > 0 && mapping->data == MAP_FAILED)
+    throw std::runtime_error("cannot map data file " + path);
+  const unsigned char *bytes = static_cast<const unsigned char *>(mapping->data);
+  size_t offset = 0;
+  width = dtype == "u32" ? 4 : 2;
   int64_t count = -1;
   int32_t header[3];
-  if (bytes.size() >= kLlmcHeaderBytes) {
-    std::memcpy(header, bytes.data(), sizeof(header));
+  if (mapping->bytes >= kLlmcHeaderBytes) {
+    std::memcpy(header, bytes, sizeof(header));
     if (header[0] == kLlmcMagic) {
       if (header[1] != 1)
         throw std::runtime_error(path + ": llm.c token file version " + std::to_string(header[1]) +
@@ -38,24 +67,21 @@ TokenData::TokenData(const std::string &path, const std::string &dtype) : path(p
       formatName = "llm.c uint16";
     }
   }
-  if (dtype != "u16" && dtype != "u32")
-    throw std::runtime_error("--data-dtype must be u16 or u32, got " + dtype);
   if (formatName.empty())
     formatName = width == 2 ? "raw uint16" : "raw uint32";
-  size_t available = (bytes.size() - offset) / width;
+  size_t available = (mapping->bytes - offset) / width;
   if (count < 0)
     count = available;
-  if ((bytes.size() - offset) % width != 0 || static_cast<size_t>(count) > available)
+  if ((mapping->bytes - offset) % width != 0 || static_cast<size_t>(count) > available)
     throw std::runtime_error(path + ": size does not match " + formatName + " tokens");
-  tokens.resize(count);
-  for (int64_t i = 0; i < count; ++i) {
-    uint32_t token = 0;
-    std::memcpy(&token, bytes.data() + offset + i * width, width);
-    tokens[i] = token;
-  }
-  if (tokens.empty())
+  if (count == 0)
     throw std::runtime_error(path + " holds no tokens");
+  first = bytes + offset;
+  tokenCount = count;
 }
+
+TokenData::~TokenData() = default;
+TokenData::TokenData(TokenData &&) noexcept = default;
 
 void TokenData::checkVocabulary(int64_t vocabulary) const {
   if (vocabulary <= 0)
@@ -66,14 +92,14 @@ void TokenData::checkVocabulary(int64_t vocabulary) const {
   runParallel(parts, [&](int64_t part) {
     int64_t begin = size() * part / parts, end = size() * (part + 1) / parts;
     for (int64_t i = begin; i < end; ++i)
-      if (tokens[i] >= vocabulary) {
+      if (token(i) >= vocabulary) {
         firstBad[part] = i;
         return;
       }
   });
   for (int64_t position : firstBad)
     if (position >= 0)
-      throw std::runtime_error(path + ": token " + std::to_string(tokens[position]) +
+      throw std::runtime_error(path + ": token " + std::to_string(token(position)) +
                                " at position " + std::to_string(position) +
                                " is not below the vocabulary size " + std::to_string(vocabulary));
 }
@@ -84,7 +110,7 @@ Batch TokenData::next(int64_t batch, int64_t length, int64_t vocabulary) {
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t t = 0; t < window; ++t) {
       int64_t position = (cursor + b * window + t) % size();
-      int64_t token = tokens[position];
+      int64_t token = this->token(position);
       if (vocabulary > 0 && token >= vocabulary)
         throw std::runtime_error(path + ": token " + std::to_string(token) + " at position " +
                                  std::to_string(position) + " is not below the vocabulary size " +

@@ -4,6 +4,8 @@
 #define MT_RUNTIME_TRAIN_TOKENDATA_H
 
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,10 @@ std::vector<int64_t> maskPadding(Batch &batch, int64_t pad, int64_t length);
 class TokenData {
 public:
   /// `dtype` is "u16" or "u32" for raw files; a file with llm.c's header is read as it says.
+  /// The file is memory-mapped, not read.
   TokenData(const std::string &path, const std::string &dtype);
+  ~TokenData();
+  TokenData(TokenData &&) noexcept;
 
   /// The next batch of B sequences of length T: B*(T+1) consecutive tokens, sequence b the
   /// first T tokens of its window as inputs and the last T as targets. Throws naming the
@@ -36,7 +41,7 @@ public:
   /// step that reaches it.
   void checkVocabulary(int64_t vocabulary) const;
 
-  int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t size() const { return tokenCount; }
   /// Where the next batch starts: what a checkpoint records, and seek restores.
   int64_t position() const { return cursor; }
   /// Throws unless `position` is within the file.
@@ -44,9 +49,19 @@ public:
   const std::string &format() const { return formatName; }
 
 private:
+  /// Token i of the file (i < size()).
+  int64_t token(int64_t i) const {
+    uint32_t value = 0;
+    std::memcpy(&value, first + i * width, width);
+    return value;
+  }
+
+  struct Mapping;
   std::string path;
   std::string formatName;
-  std::vector<uint32_t> tokens;
+  std::unique_ptr<Mapping> mapping;
+  const unsigned char *first = nullptr; // the first token, after any header
+  int64_t width = 2, tokenCount = 0;
   int64_t cursor = 0;
 };
 
