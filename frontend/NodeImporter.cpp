@@ -307,6 +307,9 @@ LogicalResult NodeImporter::run() {
     if (!has(i))
       return error() << "needs " << needs << " input" << (needs == 1 ? "" : "s") << ", input " << i
                      << " is missing";
+  // Every op mt imports writes its first output (Split each of its outputs).
+  if (node.output_size() == 0 || node.output(0).empty())
+    return error() << "has no output";
   for (int i = 0; i < node.input_size(); ++i)
     if (has(i) && !graph.values.count(node.input(i)))
       return error() << "input '" << node.input(i) << "' is not defined";
@@ -874,6 +877,8 @@ LogicalResult NodeImporter::split() {
     sizes = *given;
   } else {
     parts = attrInt("num_outputs", parts);
+    if (parts <= 0)
+      return error() << "splits into " << parts << " parts";
     int64_t chunk = (in[*axis] + parts - 1) / parts;
     for (int64_t i = 0, left = in[*axis]; i < parts; ++i, left -= chunk)
       sizes.push_back(std::min(chunk, left));

@@ -30,7 +30,7 @@ for target in "${targets[@]}"; do
   corpus="$build/corpus/$target"
   mkdir -p "$corpus"
   if [[ $target == onnx-text ]]; then
-    cp "$root"/test/Frontend/*.onnxtxt "$corpus/"
+    cp "$root"/test/Frontend/*.onnxtxt "$root"/test/Fuzz/Corpus/onnx-text/* "$corpus/"
   else
     cp "$root/test/Fuzz/Corpus/$target"/* "$corpus/"
   fi

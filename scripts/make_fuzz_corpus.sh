@@ -6,13 +6,16 @@
 #   tokens/       the first byte picks the format (even: uint16, odd: uint32), the rest a file
 #   safetensors/  weights mt-run saves, and a small bf16/f16 file
 #   onnx/         binary models from test/Frontend's text ones
+#   onnx-text/    (the text target's seeds are test/Frontend's models; here only found-*)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build"
 corpus="$root/test/Fuzz/Corpus"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-rm -rf "$corpus" && mkdir -p "$corpus"/{plan,tokens,safetensors,onnx}
+# The inputs fuzzing found faults with (found-*) stay: they are the regression seeds.
+find "$corpus" -type f ! -name 'found-*' -delete 2>/dev/null || true
+mkdir -p "$corpus"/{plan,tokens,safetensors,onnx,onnx-text}
 
 mtc="$build/tools/mtc" fixtures="$build/test/fixtures"
 "$mtc" "$fixtures/llama_opset14.onnx" --input-shape input_ids:2x16 -o "$corpus/plan/llama.mtp"
