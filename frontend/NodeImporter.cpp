@@ -1100,6 +1100,11 @@ LogicalResult NodeImporter::range() {
     return failure();
   if (delta->real(0) == 0)
     return error() << "delta is zero";
+  // The count is a double until it is known to be one a folded tensor holds (fuzzing found
+  // a count past int64).
+  double count = std::ceil((limit->real(0) - start->real(0)) / delta->real(0));
+  if (!(count < double(int64_t{1} << 26)))
+    return error() << "would fold " << count << " elements; mt folds ranges of under 2^26";
   return produce(0, rangeTensor(*start, *limit, *delta));
 }
 
