@@ -3,6 +3,7 @@
 #include "frontend/ConstantFolder.h"
 #include "frontend/GraphImporter.h"
 #include "ir/MtOps.h"
+#include "plan/DeviceLayout.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -704,13 +705,15 @@ LogicalResult NodeImporter::reshape() {
       inferred = d;
     } else if (size < 0) {
       return error() << "shape " << formatShape(*target) << " has a negative size";
-    } else {
-      product *= size;
+    } else if (__builtin_mul_overflow(product, size, &product)) {
+      return error() << "shape " << formatShape(*target) << " holds more elements than count";
     }
     out.push_back(size);
   }
   if (inferred >= 0 && product > 0)
     out[inferred] = numElements(in) / product;
+  if (std::string invalid = dimensionsError(out); !invalid.empty())
+    return error() << "shape " << formatShape(*target) << " " << invalid;
   if (numElements(out) != numElements(in))
     return error() << "cannot reshape " << formatShape(in) << " into " << formatShape(*target);
   return view<ReshapeOp>(out);
