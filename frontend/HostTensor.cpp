@@ -1,6 +1,9 @@
 // Storage and conversions of host-evaluated tensors.
 #include "frontend/HostTensor.h"
 
+#include <cmath>
+#include <limits>
+
 namespace mt {
 
 namespace {
@@ -35,6 +38,12 @@ void HostTensor::set(int64_t i, double value) {
     reals[i] = value;
   else if (dataType == kBool)
     integers[i] = value != 0.0;
+  else if (std::isnan(value))
+    integers[i] = 0;        // C++ (and ONNX's Cast) leave NaN and values past int64 undefined:
+  else if (value >= 0x1p63) // NaN becomes 0, the rest clamps (fuzzing found -inf cast)
+    integers[i] = std::numeric_limits<int64_t>::max();
+  else if (value < -0x1p63)
+    integers[i] = std::numeric_limits<int64_t>::min();
   else
     integers[i] = static_cast<int64_t>(value);
 }

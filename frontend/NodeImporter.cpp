@@ -564,6 +564,8 @@ LogicalResult NodeImporter::rotaryEmbedding() {
     return error() << "needs X, cos_cache and sin_cache";
   if (attrInt("interleaved", 0))
     return error() << "interleaved rotation is not supported; mt rotates halves";
+  if (failed(requireFloat(0)))
+    return failure();
   if (rank(0) != 4)
     return error() << "X must be [batch, heads, sequence, head size], got "
                    << formatShape(shape(0));
