@@ -9,8 +9,6 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,15 +102,6 @@ WeightsMap WeightsMap::read(const std::string &path) {
   return map;
 }
 
-struct SafetensorsArchive::Mapping {
-  void *data = MAP_FAILED;
-  size_t bytes = 0;
-  ~Mapping() {
-    if (data != MAP_FAILED)
-      munmap(data, bytes);
-  }
-};
-
 SafetensorsArchive::SafetensorsArchive(const std::string &path) {
   std::vector<std::string> files;
   if (isDirectory(path)) {
@@ -136,31 +125,19 @@ SafetensorsArchive::SafetensorsArchive(const std::string &path) {
     files.push_back(path);
   }
   for (const std::string &file : files) {
-    int fd = open(file.c_str(), O_RDONLY);
-    if (fd < 0)
-      throw std::runtime_error("cannot open weights file " + file);
-    struct stat info;
-    if (fstat(fd, &info) != 0) {
-      close(fd);
-      throw std::runtime_error("cannot read weights file " + file);
-    }
-    auto mapping = std::make_unique<Mapping>();
-    mapping->bytes = static_cast<size_t>(info.st_size);
-    if (mapping->bytes >= 8)
-      mapping->data = mmap(nullptr, mapping->bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (mapping->data == MAP_FAILED)
+    MappedFile mapping(file, "weights file");
+    if (mapping.size() < 8)
       throw std::runtime_error(file + " is not a safetensors file (too short to map)");
-    const char *bytes = static_cast<const char *>(mapping->data);
+    const char *bytes = mapping.data();
     uint64_t headerBytes;
     std::memcpy(&headerBytes, bytes, 8);
-    if (headerBytes > mapping->bytes - 8)
+    if (headerBytes > mapping.size() - 8)
       throw std::runtime_error(file + ": the header length " + std::to_string(headerBytes) +
                                " runs past the end of the file");
     google::protobuf::Struct header =
         parseJson(std::string(bytes + 8, headerBytes), file + "'s header");
     const char *data = bytes + 8 + headerBytes;
-    uint64_t dataBytes = mapping->bytes - 8 - headerBytes;
+    uint64_t dataBytes = mapping.size() - 8 - headerBytes;
     for (const auto &item : header.fields()) {
       // Named, not bound: lambdas below capture them (C++17 cannot capture bindings).
       const std::string &name = item.first;

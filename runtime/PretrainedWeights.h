@@ -5,6 +5,7 @@
 #define MT_RUNTIME_PRETRAINEDWEIGHTS_H
 
 #include "plan/plan.pb.h"
+#include "runtime/MappedFile.h"
 #include "runtime/Safetensors.h"
 
 #include <cstdint>
@@ -47,8 +48,7 @@ public:
   const std::map<std::string, Tensor> &tensors() const { return byName; }
 
 private:
-  struct Mapping;
-  std::vector<std::unique_ptr<Mapping>> mappings;
+  std::vector<MappedFile> mappings;
   std::map<std::string, Tensor> byName;
 };
 

@@ -4,11 +4,6 @@
 #include "runtime/KernelShapes.h"
 #include "runtime/ThreadPool.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -21,41 +16,18 @@ constexpr int32_t kLlmcMagic = 20240520;
 constexpr size_t kLlmcHeaderBytes = 256 * sizeof(int32_t);
 } // namespace
 
-struct TokenData::Mapping {
-  void *data = MAP_FAILED;
-  size_t bytes = 0;
-  ~Mapping() {
-    if (data != MAP_FAILED)
-      munmap(data, bytes);
-  }
-};
-
 TokenData::TokenData(const std::string &path, const std::string &dtype)
-    : path(path), mapping(std::make_unique<Mapping>()) {
+    // Mapped, not read: a file of billions of tokens costs no copy, and the pages a run never
+    // reaches are never read.
+    : path(path), file(path, "data file") {
   if (dtype != "u16" && dtype != "u32")
     throw std::runtime_error("--data-dtype must be u16 or u32, got " + dtype);
-  // Mapped, not read: a file of billions of tokens costs no copy, and the pages a run never
-  // reaches are never read.
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    throw std::runtime_error("cannot open data file " + path);
-  struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    close(fd);
-    throw std::runtime_error("data file " + path + " is not a regular file");
-  }
-  mapping->bytes = static_cast<size_t>(info.st_size);
-  if (mapping->bytes > 0)
-    mapping->data = mmap(nullptr, mapping->bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (mapping->bytes > 0 && mapping->data == MAP_FAILED)
-    throw std::runtime_error("cannot map data file " + path);
-  const unsigned char *bytes = static_cast<const unsigned char *>(mapping->data);
+  const unsigned char *bytes = reinterpret_cast<const unsigned char *>(file.data());
   size_t offset = 0;
   width = dtype == "u32" ? 4 : 2;
   int64_t count = -1;
   int32_t header[3];
-  if (mapping->bytes >= kLlmcHeaderBytes) {
+  if (file.size() >= kLlmcHeaderBytes) {
     std::memcpy(header, bytes, sizeof(header));
     if (header[0] == kLlmcMagic) {
       if (header[1] != 1)
@@ -69,19 +41,16 @@ TokenData::TokenData(const std::string &path, const std::string &dtype)
   }
   if (formatName.empty())
     formatName = width == 2 ? "raw uint16" : "raw uint32";
-  size_t available = (mapping->bytes - offset) / width;
+  size_t available = (file.size() - offset) / width;
   if (count < 0)
     count = available;
-  if ((mapping->bytes - offset) % width != 0 || static_cast<size_t>(count) > available)
+  if ((file.size() - offset) % width != 0 || static_cast<size_t>(count) > available)
     throw std::runtime_error(path + ": size does not match " + formatName + " tokens");
   if (count == 0)
     throw std::runtime_error(path + " holds no tokens");
   first = bytes + offset;
   tokenCount = count;
 }
-
-TokenData::~TokenData() = default;
-TokenData::TokenData(TokenData &&) noexcept = default;
 
 void TokenData::checkVocabulary(int64_t vocabulary) const {
   if (vocabulary <= 0)

@@ -3,9 +3,10 @@
 #ifndef MT_RUNTIME_TRAIN_TOKENDATA_H
 #define MT_RUNTIME_TRAIN_TOKENDATA_H
 
+#include "runtime/MappedFile.h"
+
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,6 @@ public:
   /// `dtype` is "u16" or "u32" for raw files; a file with llm.c's header is read as it says.
   /// The file is memory-mapped, not read.
   TokenData(const std::string &path, const std::string &dtype);
-  ~TokenData();
-  TokenData(TokenData &&) noexcept;
 
   /// The next batch of B sequences of length T: B*(T+1) consecutive tokens, sequence b the
   /// first T tokens of its window as inputs and the last T as targets. Throws naming the
@@ -56,10 +55,9 @@ private:
     return value;
   }
 
-  struct Mapping;
   std::string path;
   std::string formatName;
-  std::unique_ptr<Mapping> mapping;
+  MappedFile file;
   const unsigned char *first = nullptr; // the first token, after any header
   int64_t width = 2, tokenCount = 0;
   int64_t cursor = 0;
