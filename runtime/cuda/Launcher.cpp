@@ -1,8 +1,9 @@
-// The per-GPU processes of a data-parallel run on one host.
-#include "tools/mt-run/Launcher.h"
+// The processes of a data-parallel run over GPUs.
+#include "runtime/cuda/Launcher.h"
 
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/NcclCommunicator.h"
+#include "runtime/parallel/Rendezvous.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,12 +11,34 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <vector>
 
 namespace mt {
 
-int launchRanks(int ranks, const std::function<int(int rank, const ncclUniqueId &group)> &body) {
+namespace {
+
+/// This process as the rank a launcher started.
+int joinLaunched(const RankBody &body) {
+  LaunchEnvironment launched = launchEnvironment();
+  std::vector<char> id(sizeof(ncclUniqueId));
+  if (launched.rank == 0) {
+    ncclUniqueId made = cuda::newNcclGroup();
+    std::memcpy(id.data(), &made, sizeof made);
+  }
+  id = shareFromRankZero(launched, id);
+  ncclUniqueId group;
+  std::memcpy(&group, id.data(), sizeof group);
+  MT_CUDA_CHECK(cudaSetDevice(launched.localRank));
+  return body(launched.rank, launched.worldSize, &group);
+}
+
+} // namespace
+
+int launchRanks(int ranks, const RankBody &body) {
+  if (ranks == 0)
+    return joinLaunched(body);
   ncclUniqueId group = cuda::newNcclGroup();
   std::fflush(stdout);
   std::fflush(stderr);
@@ -38,7 +61,7 @@ int launchRanks(int ranks, const std::function<int(int rank, const ncclUniqueId 
       int code = 1;
       try {
         MT_CUDA_CHECK(cudaSetDevice(rank));
-        code = body(rank, group);
+        code = body(rank, ranks, &group);
       } catch (const std::exception &error) {
         std::fprintf(stderr, "mt-run: rank %d: %s\n", rank, error.what());
       }
@@ -52,8 +75,8 @@ int launchRanks(int ranks, const std::function<int(int rank, const ncclUniqueId 
   for (size_t left = children.size(); left > 0; --left) {
     int status = 0;
     pid_t done = waitpid(-1, &status, 0);
-    int rank = static_cast<int>(std::find(children.begin(), children.end(), done) -
-                                children.begin());
+    int rank =
+        static_cast<int>(std::find(children.begin(), children.end(), done) - children.begin());
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (code != 0 && worst == 0) {
       std::fprintf(stderr, "mt-run: rank %d exited with %d; stopping the others\n", rank, code);

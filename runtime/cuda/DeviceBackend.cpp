@@ -1,0 +1,271 @@
+// The CUDA backend as a trainer's StepBackend: the streaming executor with what a run reports
+// of it (a start-up table, one line per step, a trace), over NCCL a rank that updates its
+// shards, and its registration.
+#include "runtime/cuda/Calibration.h"
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/DeviceChecks.h"
+#include "runtime/cuda/Executor.h"
+#include "runtime/cuda/Launcher.h"
+#include "runtime/cuda/NcclCommunicator.h"
+#include "runtime/parallel/DataParallel.h"
+#include "runtime/train/StepBackend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+namespace mt {
+
+namespace {
+
+int64_t freeDeviceBytes() {
+  size_t free = 0, total = 0;
+  MT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<int64_t>(free);
+}
+
+double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+std::string deviceName() {
+  int device = 0;
+  cudaDeviceProp properties{};
+  MT_CUDA_CHECK(cudaGetDevice(&device));
+  MT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  return properties.name;
+}
+
+class DeviceBackend final : public StepBackend {
+public:
+  DeviceBackend(const plan::Plan &plan, HostState &state, const BackendSettings &settings)
+      : plan(plan), state(state), processes(settings.processes), processRank(settings.processRank) {
+    // Over NCCL the executor averages each gradient on the device before offloading this
+    // rank's shard, and gathers each weight on the device after uploading this rank's shard.
+    if (processes > 0)
+      nccl = std::make_unique<cuda::NcclCommunicator>(
+          *static_cast<const ncclUniqueId *>(settings.group), processRank, processes);
+    MT_CUDA_CHECK(cudaFree(nullptr)); // the context first, so that it is not counted as ours
+    baselineFree = freeDeviceBytes();
+    cuda::ExecutorOptions options;
+    options.serialize = settings.serialize;
+    options.timeCommands = true;
+    options.collectives = nccl.get();
+    executor = std::make_unique<cuda::Executor>(plan, state, options);
+    // This rank updates its shards, from gradients the device averaged, as the updates
+    // overlap the device; the loss and the norm over the ranks are the host's only
+    // collectives.
+    if (nccl)
+      rank = std::make_unique<DataParallelRank>(state, *nccl, DataParallelRank::Backward{},
+                                                DataParallelRank::Collectives::OnDevice);
+  }
+
+  double run(const TokenInputs &inputs, int64_t step, int64_t) override {
+    last = executor->run(inputs);
+    used = std::max(used, baselineFree - freeDeviceBytes());
+    losses[step & 1] = last.loss;
+    return last.loss;
+  }
+  float *gradient(int p) override { return executor->gradient(p); }
+
+  bool overlapsUpdates() const override { return true; }
+  void onGradient(std::function<void(int p)> listener) override {
+    executor->onGradient(std::move(listener));
+  }
+  void awaitParameter(std::function<void(int p)> await) override {
+    executor->awaitParameter(std::move(await));
+  }
+  std::vector<int> readOrder(int) const override { return executor->readOrder(); }
+
+  bool sharesUpdates() const override { return rank != nullptr; }
+  OverlappedUpdates::Optimizer sharedUpdates(OverlappedUpdates::Optimizer own,
+                                             const UpdateSources &sources) override {
+    if (!rank)
+      return own;
+    int deviceId = 0;
+    MT_CUDA_CHECK(cudaGetDevice(&deviceId));
+    // NCCL runs on the update worker, which must use the rank's GPU.
+    auto bound = [deviceId] {
+      thread_local int boundDevice = -1;
+      if (boundDevice != deviceId)
+        MT_CUDA_CHECK(cudaSetDevice(deviceId));
+      boundDevice = deviceId;
+    };
+    OverlappedUpdates::Optimizer optimizer =
+        rank->overlappedOptimizer(sources.gradient, sources.learningRate, sources.decay, losses);
+    optimizer.norm = [bound, norm = std::move(optimizer.norm)](double squares) {
+      bound();
+      return norm(squares);
+    };
+    optimizer.finish = [bound, finish = std::move(optimizer.finish)](int64_t step) {
+      bound();
+      finish(step);
+    };
+    return optimizer;
+  }
+  double stepLoss(int64_t step, double own) const override { return rank ? losses[step & 1] : own; }
+
+  void printStartup(int64_t parameters) const override;
+  bool measuresStreams() const override { return true; }
+  std::string report() const override;
+  StepMeasureList measures() const override;
+  void writeTrace(const std::string &path) const override;
+
+  void abandon() override {
+    // The device's collectives and the updates' may wait for a peer that is gone: aborting
+    // them first lets both end.
+    if (nccl)
+      nccl->abort();
+    executor->drain();
+  }
+
+  std::vector<std::vector<float>> gatherMasters() override {
+    if (!rank)
+      return {};
+    // Every rank gathers each parameter (collectives) and rank 0 keeps them, after the
+    // executor is freed, so that the gathers' staging fits beside nothing of the plan's.
+    executor.reset();
+    std::vector<std::vector<float>> gathered(plan.parameters_size());
+    try {
+      for (int p = 0; p < plan.parameters_size(); ++p) {
+        std::vector<float> weights = rank->gathered(p);
+        if (processRank == 0)
+          gathered[p] = std::move(weights);
+      }
+    } catch (...) {
+      nccl->abort(); // the peers wait in the gathers
+      throw;
+    }
+    return gathered;
+  }
+
+private:
+  /// The plan's peak device memory: its arena and the reserve beside it.
+  int64_t planPeak() const {
+    return plan.arena_bytes() + plan.scratch_bytes() + plan.blas_workspace_bytes() +
+           plan.input_bytes() + plan.constant_bytes();
+  }
+  /// What the step's buffers and kernels used: the arena, pools and workspace the executor
+  /// holds, and the most scratch one command used.
+  int64_t held() const {
+    const cuda::DeviceMemory &memory = executor->memory();
+    return memory.total() - memory.scratch + memory.scratchUsed;
+  }
+
+  const plan::Plan &plan;
+  const HostState &state;
+  int processes, processRank;
+  std::unique_ptr<cuda::NcclCommunicator> nccl;
+  std::unique_ptr<cuda::Executor> executor;
+  std::unique_ptr<DataParallelRank> rank;
+  cuda::StepMeasures last;
+  int64_t baselineFree = 0;  // free device memory before the executor allocated anything
+  int64_t used = 0;          // device memory the process holds after the last step
+  double losses[2] = {0, 0}; // this rank's loss of the last two steps, then over the ranks
+};
+
+void DeviceBackend::printStartup(int64_t parameters) const {
+  const cuda::DeviceMemory &memory = executor->memory();
+  std::printf("device      | %s, %.1f GiB free at start\n", deviceName().c_str(),
+              gib(baselineFree));
+  std::printf("model       | %s | %lld parameters | %.3g GFLOP a step (model)\n",
+              plan.model().c_str(), static_cast<long long>(parameters), plan.model_flops() / 1e9);
+  std::printf("plan        | K=%lld layers per checkpoint | %lld micro-batches (%s) | %d "
+              "templates | %d events | predicted step %.3f s\n",
+              static_cast<long long>(plan.recompute_interval()),
+              static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())),
+              plan.accumulation().empty() ? "layer-major" : plan.accumulation().c_str(),
+              plan.templates_size(), plan.events(), plan.predicted_step_seconds());
+  std::printf("device mem  | held %.3f GiB of the plan's peak %.3f GiB: arena %.3f GiB, "
+              "kernel scratch %.1f MiB, cuBLASLt workspace %.1f MiB, token inputs %.1f KiB, "
+              "constants %.1f KiB\n",
+              gib(static_cast<double>(memory.total())), gib(static_cast<double>(planPeak())),
+              gib(static_cast<double>(memory.arena)), memory.scratch / 1048576.0,
+              memory.blasWorkspace / 1048576.0, memory.inputs / 1024.0, memory.constants / 1024.0);
+  if (nccl)
+    std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (its "
+                "shards) | gradients averaged and weights gathered on the device, a "
+                "shard of each over PCIe | shard updates %s | NCCL holds %.1f MiB of device "
+                "memory beside the plan's\n",
+                processes, state.bytes() / 1048576.0,
+                plan.optimizer().grad_clip() > 0 ? "once every gradient is measured (clipping)"
+                                                 : "as gradients land",
+                nccl->deviceBytes() / 1048576.0);
+}
+
+std::string DeviceBackend::report() const {
+  char line[512];
+  double seconds = last.ms / 1000.0;
+  std::snprintf(line, sizeof line,
+                " | device %.1f ms | %.1f TFLOPS | h2d %.1f GB/s | d2h %.1f GB/s | compute %.0f%% "
+                "busy | device memory %.3f GiB <= plan %.3f GiB (process %.3f GiB)",
+                last.ms, plan.model_flops() / seconds / 1e12, last.copiedBytes[0] / seconds / 1e9,
+                last.copiedBytes[1] / seconds / 1e9, 100.0 * last.busyMs[1] / last.ms,
+                gib(static_cast<double>(held())), gib(static_cast<double>(planPeak())),
+                gib(static_cast<double>(used)));
+  return line;
+}
+
+StepMeasureList DeviceBackend::measures() const {
+  double seconds = last.ms / 1000.0;
+  return {{"device_ms", last.ms},
+          {"tflops", plan.model_flops() / seconds / 1e12},
+          {"h2d_gbps", last.copiedBytes[0] / seconds / 1e9},
+          {"d2h_gbps", last.copiedBytes[1] / seconds / 1e9},
+          {"compute_busy", last.busyMs[1] / last.ms},
+          {"device_bytes", static_cast<double>(held())},
+          {"plan_peak_bytes", static_cast<double>(planPeak())},
+          {"process_device_bytes", static_cast<double>(used)},
+          {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)}};
+}
+
+void DeviceBackend::writeTrace(const std::string &path) const {
+  std::ofstream out(path);
+  if (!out)
+    throw std::runtime_error("cannot write " + path);
+  static const char *streams[] = {"h2d", "compute", "d2h", "cpu"};
+  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  for (int tid = 0; tid < 4; ++tid)
+    out << (tid ? "," : "") << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << tid
+        << ",\"args\":{\"name\":\"" << streams[tid] << "\"}}";
+  for (const cuda::CommandTiming &timed : last.commands) {
+    const plan::Command &command = plan.step().commands(timed.command);
+    std::string name = command.op() == "mt.call"
+                           ? plan.templates(command.attributes().at("template").i()).name()
+                           : command.op();
+    std::string where;
+    for (char c : command.location())
+      if (c != '"' && c != '\\')
+        where += c;
+    out << ",{\"name\":\"" << name << "\",\"ph\":\"X\",\"pid\":1,\"tid\":" << timed.stream
+        << ",\"ts\":" << timed.start * 1000.0 << ",\"dur\":" << (timed.end - timed.start) * 1000.0
+        << ",\"args\":{\"location\":\"" << where << "\"}}";
+  }
+  out << "]}\n";
+}
+
+BackendKind cudaBackend() {
+  BackendKind kind;
+  kind.name = "cuda";
+  kind.preference = 1; // auto takes a GPU where one answers
+  kind.available = cuda::deviceAvailable;
+  kind.unavailable = "no CUDA device answers";
+  kind.streamCopies = true;
+  kind.make = [](const plan::Plan &plan, HostState &state,
+                 const BackendSettings &settings) -> std::unique_ptr<StepBackend> {
+    return std::make_unique<DeviceBackend>(plan, state, settings);
+  };
+  kind.calibrate = cuda::calibrateDevice;
+  kind.check = [](const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
+                  DeviceCheck which, double tolerance) {
+    return which == DeviceCheck::Kernels ? checkKernels(plan, state, inputs, tolerance)
+                                         : checkAgainstHost(plan, state, inputs);
+  };
+  kind.launch = launchRanks;
+  return kind;
+}
+
+const BackendRegistration registration(cudaBackend());
+
+} // namespace
+
+} // namespace mt

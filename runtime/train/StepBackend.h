@@ -1,0 +1,139 @@
+// What the trainer asks of a backend: one batch's forward and backward from the host state,
+// and the registry through which each backend (host, cuda) makes itself known.
+#ifndef MT_RUNTIME_TRAIN_STEPBACKEND_H
+#define MT_RUNTIME_TRAIN_STEPBACKEND_H
+
+#include "runtime/AdamW.h"
+#include "runtime/HostState.h"
+#include "runtime/OverlappedUpdates.h"
+#include "runtime/train/TrainingLog.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mt {
+
+using TokenInputs = std::map<std::string, std::vector<int64_t>>;
+
+/// What a run asks of its backend beyond the plan and the host state.
+struct BackendSettings {
+  /// cuda: every command on one stream (for debugging and measuring the overlap).
+  bool serialize = false;
+  /// host: each step in a random order the schedule allows (--check-schedule), from `seed`,
+  /// with the event `ignoredEvent` (>= 0) left out to prove the check fails without it.
+  bool interleave = false;
+  uint64_t seed = 0;
+  int ignoredEvent = -1;
+  /// Data parallel over processes: this one's rank of `processes` and the group its launcher
+  /// made (BackendKind::launch); 0 processes: a run of one.
+  int processes = 0, processRank = -1;
+  const void *group = nullptr;
+};
+
+/// The step's inputs to AdamW, for a backend whose ranks share the update.
+struct UpdateSources {
+  std::function<float *(int p)> gradient;
+  std::function<double(int64_t step)> learningRate;
+  std::function<WeightDecay(int p)> decay;
+};
+
+class StepBackend {
+public:
+  virtual ~StepBackend() = default;
+
+  /// Forward and backward of one batch from the state's masters (or its streaming copies);
+  /// returns the loss. gradient(p) holds p's gradient until the next run.
+  virtual double run(const TokenInputs &inputs, int64_t step, int64_t microBatch) = 0;
+  virtual float *gradient(int p) = 0;
+
+  /// Whether gradients land while run() goes on (onGradient), and the next run waits for
+  /// each parameter's update (awaitParameter): the trainer's updates overlap the step, and
+  /// gradient(p) is the same buffer every step.
+  virtual bool overlapsUpdates() const { return false; }
+  virtual void onGradient(std::function<void(int p)>) {}
+  virtual void awaitParameter(std::function<void(int p)>) {}
+  /// The order in which a step reads the parameters: the order the updates go in.
+  virtual std::vector<int> readOrder(int parameters) const;
+
+  /// Whether this process's rank shares the update with others (each updates its shards; the
+  /// loss and the norm are the ranks'). Then sharedUpdates replaces the trainer's own AdamW,
+  /// and stepLoss gives the step's loss over the ranks once its updates have finished.
+  virtual bool sharesUpdates() const { return false; }
+  virtual OverlappedUpdates::Optimizer sharedUpdates(OverlappedUpdates::Optimizer own,
+                                                     const UpdateSources &) {
+    return own;
+  }
+  virtual double stepLoss(int64_t, double own) const { return own; }
+
+  /// The start-up lines (memory, schedule); whether it measures its streams; the last
+  /// step's measures as a line's tail and as metrics; its streams as a Chrome trace.
+  virtual void printStartup(int64_t) const {}
+  virtual bool measuresStreams() const { return false; }
+  virtual std::string report() const { return {}; }
+  virtual StepMeasureList measures() const { return {}; }
+  virtual void writeTrace(const std::string &path) const;
+
+  /// After a failure: ends what may wait on a peer that is gone (collectives) and on the
+  /// updates (queued gradient callbacks), so that the updates can be torn down next.
+  virtual void abandon() {}
+  /// When the state holds only this rank's shards of the masters: every parameter gathered
+  /// (a collective on every rank), kept on rank 0 only; empty when the state's masters are
+  /// whole. The backend's device memory is released first.
+  virtual std::vector<std::vector<float>> gatherMasters() { return {}; }
+};
+
+/// Which check of a device's step against the host backend (mt-run --check-*).
+enum class DeviceCheck { AgainstHost, Kernels };
+
+/// A rank's body in a data-parallel run: its rank of `processes`, the group to join; returns
+/// the exit code.
+using RankBody = std::function<int(int rank, int processes, const void *group)>;
+
+/// A backend as the registry holds it.
+struct BackendKind {
+  std::string name;
+  /// `auto` takes the available backend that prefers itself most.
+  int preference = 0;
+  std::function<bool()> available;
+  /// Why it is not available, for the error of a run that names it.
+  std::string unavailable;
+  /// Whether the host state keeps bf16 streaming copies of the masters for it.
+  bool streamCopies = false;
+  std::function<std::unique_ptr<StepBackend>(const plan::Plan &, HostState &,
+                                             const BackendSettings &)>
+      make;
+  /// Measures the machine and writes its profile for mtc to a file; returns a table of it.
+  std::function<std::string(const std::string &path)> calibrate;
+  /// Optional: one step against the host backend; returns the worst error.
+  std::function<double(const plan::Plan &, HostState &, const TokenInputs &, DeviceCheck,
+                       double tolerance)>
+      check;
+  /// Optional, data parallel over processes: `processes` children of this one, one a device
+  /// (--nproc-per-node), or this process as one rank of a launcher's (processes 0: the
+  /// launcher's variables say which); returns the exit code (the worst rank's).
+  std::function<int(int processes, const RankBody &)> launch;
+};
+
+/// Adds a backend (at static initialization: see BackendRegistration).
+void registerBackend(BackendKind kind);
+/// The backend named, or for "auto" the available one that prefers itself most; throws
+/// naming what is missing.
+const BackendKind &findBackend(const std::string &name);
+/// The backend that runs over processes (BackendKind::launch), available or not (each rank
+/// fails at its own device), or null.
+const BackendKind *findLauncher();
+/// The names of the registered backends, for messages.
+std::string backendNames();
+
+/// A backend's source file registers it with a static object of this type; the object
+/// library holding it is linked whole (CMake OBJECT libraries), so that it is not dropped.
+struct BackendRegistration {
+  explicit BackendRegistration(BackendKind kind) { registerBackend(std::move(kind)); }
+};
+
+} // namespace mt
+
+#endif // MT_RUNTIME_TRAIN_STEPBACKEND_H

@@ -1,0 +1,250 @@
+// The training loop over a backend's steps.
+#include "runtime/train/Trainer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+
+namespace mt {
+
+Trainer::Trainer(const plan::Plan &plan, HostState &state, StepBackend *backend, ThreadRanks *ranks,
+                 TokenData &data, StepInputs &inputs, const std::vector<WeightDecay> &decays,
+                 TrainingLog &log, TrainerSettings settings)
+    : plan(plan), state(state), backend(backend), ranks(ranks), data(data), inputs(inputs),
+      decays(decays), log(log), settings(std::move(settings)) {
+  if (!backend == !ranks)
+    throw std::logic_error("a trainer runs on a backend or on thread ranks");
+  if (!this->settings.trace.empty() && (!backend || !backend->measuresStreams()))
+    throw std::runtime_error("--trace " + this->settings.trace +
+                             ": this backend measures no streams (the cuda backend does)");
+  if (ranks && !inputs.layerMajor() && plan.micro_batches() > 1)
+    throw std::runtime_error("thread ranks (--ranks) take layer-major micro-batches only");
+}
+
+Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
+  const plan::AdamW &adamw = plan.optimizer();
+  const int parameterCount = plan.parameters_size();
+  const int64_t steps = settings.steps;
+  std::vector<int64_t> counts;
+  for (const ParameterState &p : state.parameters)
+    counts.push_back(p.count);
+  const int64_t micro = std::max<int64_t>(1, plan.micro_batches());
+  const bool layerMajor = inputs.layerMajor();
+  const int worldSize = ranks ? ranks->size() : std::max(1, settings.processes);
+  const int64_t tokensPerStep = worldSize * micro * inputs.batch() * inputs.length();
+  auto lrAt = [&](int64_t step) { return learningRate(adamw, step, steps); };
+
+  // The step's AdamW, one parameter at a time on the update worker (OverlappedUpdates). The
+  // updates overlap the backend's step where gradients land during it, unless several
+  // sample-major runs need every gradient first; otherwise the step's gradients are handed
+  // over once it has run.
+  std::atomic<int64_t> currentStep{0};
+  std::vector<float *> gradients(parameterCount);
+  const bool overlapped = backend && backend->overlapsUpdates() && (layerMajor || micro == 1);
+  const bool shared = backend && backend->sharesUpdates();
+  if (shared && !overlapped) // the step's loss would be this rank's alone
+    throw std::logic_error("ranks that share the update update as the backend goes on");
+  // The non-finite guard: exact (every gradient measured before any update) where the
+  // updates cannot overlap the backward anyway, when clipping, and when ranks share the
+  // update (their shared norm decides); otherwise gated, so that the updates keep
+  // overlapping the backward.
+  const bool gated = overlapped && adamw.grad_clip() <= 0 && !shared;
+  OverlappedUpdates::Optimizer optimizer;
+  optimizer.update = [&](int p, int64_t step, float clip) {
+    const ParameterState &parameter = state.parameters[p];
+    return adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
+                       gradients[p], parameter.count, lrAt(step), decays[p].rate, adamw, step,
+                       parameter.streamCopy, clip, decays[p].center, /*guarded=*/gated);
+  };
+  optimizer.measure = [&](int p) { return squaredNorm(gradients[p], counts[p]); };
+  optimizer.norm = [](double squares) { return std::sqrt(squares); };
+  if (shared)
+    optimizer =
+        backend->sharedUpdates(std::move(optimizer), {[&](int p) { return gradients[p]; }, lrAt,
+                                                      [&](int p) { return decays[p]; }});
+  // With several sample-major runs a step, the sum of their gradients.
+  std::vector<std::vector<float>> accumulated;
+  // Thread ranks update in their own step.
+  std::unique_ptr<OverlappedUpdates> updates;
+  if (backend)
+    updates = std::make_unique<OverlappedUpdates>(
+        std::move(optimizer), backend->readOrder(parameterCount), adamw.grad_clip(),
+        gated ? OverlappedUpdates::Guard::Gated : OverlappedUpdates::Guard::Whole,
+        /*halt=*/settings.stopOnNonFinite);
+  if (overlapped) {
+    for (int p = 0; p < parameterCount; ++p)
+      gradients[p] = backend->gradient(p);
+    backend->onGradient([&](int p) { updates->landed(p, currentStep); });
+    backend->awaitParameter([&](int p) { updates->waitFor(p); });
+  }
+
+  // A step's line and metrics. Its time runs to the next step's start: with overlapped
+  // updates a step ends when the next one has waited for what it reads.
+  struct StepRecord {
+    int64_t step;
+    double loss, gradNorm, lr;
+    std::chrono::steady_clock::time_point start;
+    std::string deviceReport;
+    StepMeasureList deviceMeasures;
+    bool skipped = false;
+    int64_t skippedSteps = 0;
+  };
+  auto report = [&](const StepRecord &record, std::chrono::steady_clock::time_point end) {
+    double ms = std::chrono::duration<double, std::milli>(end - record.start).count();
+    log.write({record.step, record.loss, record.gradNorm, record.lr, ms,
+               tokensPerStep / (ms / 1000.0), record.deviceReport, record.skipped,
+               record.skippedSteps, record.deviceMeasures});
+  };
+  // The overlapped step whose updates may still run, and its record once they all have.
+  StepRecord last{};
+  // Steps whose updates the guard kept out (not finite), and why the run stops for one.
+  int64_t skippedSteps = settings.resumed.skippedSteps;
+  Outcome outcome;
+  auto judge = [&](StepRecord &record, const OverlappedUpdates::Outcome &result) {
+    record.skipped = result.skipped;
+    skippedSteps += result.skipped;
+    record.skippedSteps = skippedSteps;
+    if (!settings.stopOnNonFinite || !outcome.nonFinite.empty() ||
+        (!result.skipped && std::isfinite(record.loss)))
+      return;
+    int p = result.firstNonFinite;
+    outcome.nonFinite =
+        "step " + std::to_string(record.step) + ": " +
+        (!std::isfinite(record.loss)
+             ? std::string("the loss is ") + (std::isnan(record.loss) ? "NaN" : "infinite")
+         : p >= 0 ? "the gradient of " + plan.parameters(p).name() + " is not finite"
+                  : "the gradient norm is not finite") +
+        (result.applied > 0 ? "; the updates of the " + std::to_string(result.applied) +
+                                  " parameters whose gradients landed before it were applied"
+                            : "; its update was not applied");
+  };
+  auto finishUpdates = [&](int64_t step) {
+    last.gradNorm = updates->finished(step);
+    last.loss = backend->stepLoss(step, last.loss);
+    judge(last, updates->outcome(step));
+    return last;
+  };
+  // A checkpoint after `step`, whose updates are all done.
+  auto writeCheckpoint = [&](int64_t step) {
+    auto begin = std::chrono::steady_clock::now();
+    std::string path = settings.checkpoints->write(
+        state, {step, data.position(), data.size(), settings.planHash, skippedSteps});
+    std::printf("checkpoint | step %lld | %s | %.1f MiB in %.2f s\n", static_cast<long long>(step),
+                path.c_str(), checkpointBytes(state) / 1048576.0,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+    std::fflush(stdout);
+  };
+  // The last step reported (overlapped, a step's record waits for the next step).
+  int64_t reportedThrough = settings.resumed.step;
+  outcome.ranThrough = settings.resumed.step;
+  try {
+    for (int64_t step = settings.resumed.step + 1; step <= steps && !stop; ++step) {
+      auto start = std::chrono::steady_clock::now();
+      currentStep = step;
+      double lr = lrAt(step);
+      // Gradient accumulation: the step's loss and gradients are the means over its
+      // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
+      // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
+      double loss = 0;
+      StepRecord record{step, 0.0, 0.0, lr, start, {}, {}};
+      if (ranks) {
+        std::vector<StepInputValues> rankInputs;
+        for (int r = 0; r < worldSize; ++r)
+          rankInputs.push_back(inputs.next(data));
+        DataParallelRank::Result result = ranks->step(rankInputs, step, lr, decays);
+        record.loss = result.loss;
+        record.gradNorm = result.gradNorm; // the ranks updated their shards, gathered weights
+        judge(record, {result.skipped, -1, 0});
+      } else {
+        int64_t runs = layerMajor ? 1 : micro;
+        for (int64_t m = 0; m < runs; ++m) {
+          // A rank over processes takes its own batch of the world's, in rank order.
+          StepInputValues own;
+          for (int r = 0; r < worldSize; ++r) {
+            StepInputValues next = inputs.next(data);
+            if (settings.processes == 0 || r == settings.processRank)
+              own = std::move(next);
+          }
+          loss += backend->run(own, step, m) / runs;
+          if (!overlapped) // the overlapped updates read the buffers, set once before
+            for (int p = 0; p < parameterCount; ++p)
+              gradients[p] = backend->gradient(p);
+          if (runs == 1)
+            continue;
+          accumulated.resize(counts.size());
+          for (size_t p = 0; p < counts.size(); ++p) {
+            accumulated[p].resize(counts[p], 0.0f);
+            for (int64_t i = 0; i < counts[p]; ++i)
+              accumulated[p][i] = (m == 0 ? 0.0f : accumulated[p][i]) + gradients[p][i];
+          }
+        }
+        if (runs > 1)
+          for (size_t p = 0; p < counts.size(); ++p) {
+            for (float &g : accumulated[p])
+              g /= static_cast<float>(runs);
+            gradients[p] = accumulated[p].data();
+          }
+        record.loss = loss;
+        record.deviceReport = backend->report();
+        record.deviceMeasures = backend->measures();
+        if (!settings.trace.empty() && step == steps)
+          backend->writeTrace(settings.trace);
+      }
+      outcome.ranThrough = step;
+      // A step settles (its updates done) for a checkpoint, or when the run stops over a
+      // step that was not finite.
+      auto settles = [&] {
+        return !outcome.nonFinite.empty() ||
+               (settings.checkpoints &&
+                (step == steps || stop ||
+                 (settings.checkpointEvery > 0 && step % settings.checkpointEvery == 0)));
+      };
+      if (backend) {
+        if (!overlapped) // every gradient is in host memory now
+          for (int p = 0; p < parameterCount; ++p)
+            updates->landed(p, step);
+        // Ranks that share the update decide by the norm alone, which they share: a rank's
+        // own loss could part them.
+        updates->backwardDone(step, shared ? 0.0 : loss);
+        if (overlapped) {
+          // The updates of this step are still running; the last step's are done or nearly.
+          if (reportedThrough < step - 1)
+            report(finishUpdates(step - 1), start);
+          last = record;
+          reportedThrough = step - 1;
+          if (!settles())
+            continue;
+          record = finishUpdates(step);
+        } else {
+          record.gradNorm = updates->finished(step);
+          judge(record, updates->outcome(step));
+        }
+      }
+      report(record, std::chrono::steady_clock::now());
+      reportedThrough = step;
+      if (settings.checkpoints && settles())
+        writeCheckpoint(step);
+      if (!outcome.nonFinite.empty())
+        break;
+    }
+    if (overlapped && reportedThrough < outcome.ranThrough)
+      report(finishUpdates(outcome.ranThrough), std::chrono::steady_clock::now());
+    updates.reset(); // its worker reads what is declared after it
+  } catch (...) {
+    // The backend's pending work ends first (gradient callbacks, collectives that may wait
+    // for a peer that is gone), then the updates, which read its gradients.
+    if (backend)
+      backend->abandon();
+    updates.reset();
+    throw;
+  }
+  if (ranks) // every rank holds the same gathered weights
+    ranks->copyMasters(state);
+  return outcome;
+}
+
+} // namespace mt

@@ -1,0 +1,280 @@
+// Unit test of the training loop (runtime/train/Trainer) on backends of its own: updates
+// handed over after the step or overlapping it give the same bits; sample-major micro-batches
+// average; a non-finite step stops or is skipped; checkpoints resume to the same bits; a stop
+// asked for mid-step ends after it with a checkpoint; and the backend registry.
+#include "runtime/train/Trainer.h"
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string &what) {
+  if (!ok) {
+    std::printf("FAIL: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+constexpr int64_t kBatch = 2, kLength = 4;
+
+/// Three parameters (one of the prologue, two of layer 0) and a language model's inputs.
+mt::plan::Plan planOf(int64_t microBatches) {
+  mt::plan::Plan plan;
+  plan.set_vocabulary(100);
+  plan.set_micro_batches(microBatches);
+  int64_t sizes[] = {6, 10, 4}, layers[] = {-1, 0, 0};
+  for (int p = 0; p < 3; ++p) {
+    mt::plan::Parameter *parameter = plan.add_parameters();
+    parameter->set_name("w" + std::to_string(p));
+    parameter->set_layer(layers[p]);
+    parameter->mutable_type()->set_dtype(mt::plan::F32);
+    parameter->mutable_type()->add_shape(sizes[p]);
+  }
+  for (const char *name : {"input_ids", "targets"}) {
+    mt::plan::Input *input = plan.mutable_step()->add_inputs();
+    input->set_name(name);
+    input->set_value(plan.step().values_size());
+    mt::plan::TensorType *type = plan.mutable_step()->add_values()->mutable_type();
+    type->set_dtype(mt::plan::I64);
+    type->add_shape(kBatch);
+    type->add_shape(kLength);
+  }
+  mt::plan::AdamW *adamw = plan.mutable_optimizer();
+  adamw->set_lr(0.05);
+  adamw->set_beta1(0.9);
+  adamw->set_beta2(0.99);
+  adamw->set_eps(1e-8);
+  adamw->set_weight_decay(0.01);
+  adamw->set_schedule("constant");
+  return plan;
+}
+
+/// A step of a model whose gradients depend on the weights and the batch: gradient element
+/// i of p is master * 0.5 + (the batch's mean token) / 100 + p - i / 10, and the loss is the
+/// batch's mean token. `overlapping`: as the CUDA backend, the step waits for each
+/// parameter's last update before it reads it, and hands each gradient over as it is
+/// computed, last-read first, into buffers the trainer reads every step.
+class ModelBackend : public mt::StepBackend {
+public:
+  ModelBackend(mt::HostState &state, bool overlapping) : state(state), overlapping(overlapping) {
+    for (const mt::ParameterState &parameter : state.parameters)
+      gradients.emplace_back(parameter.count);
+  }
+
+  double run(const mt::TokenInputs &inputs, int64_t step, int64_t) override {
+    ++runs;
+    if (stopAt == step)
+      *stop = SIGTERM; // as a signal would, while the step runs
+    double mean = 0;
+    for (int64_t token : inputs.at("input_ids"))
+      mean += static_cast<double>(token) / (kBatch * kLength);
+    int count = static_cast<int>(state.parameters.size());
+    std::vector<std::vector<float>> masters;
+    for (int p = 0; p < count; ++p) {
+      if (overlapping)
+        await(p);
+      const mt::ParameterState &parameter = state.parameters[p];
+      masters.emplace_back(parameter.master, parameter.master + parameter.count);
+    }
+    for (int p = count - 1; p >= 0; --p) {
+      for (size_t i = 0; i < gradients[p].size(); ++i)
+        gradients[p][i] =
+            masters[p][i] * 0.5f + static_cast<float>(mean / 100) + p - static_cast<float>(i) / 10;
+      if (step == nanAt && p == 1)
+        gradients[p][3] = NAN;
+      if (overlapping)
+        landed(p);
+    }
+    return mean;
+  }
+  float *gradient(int p) override { return gradients[p].data(); }
+  bool overlapsUpdates() const override { return overlapping; }
+  void onGradient(std::function<void(int)> listener) override { landed = std::move(listener); }
+  void awaitParameter(std::function<void(int)> wait) override { await = std::move(wait); }
+
+  int64_t runs = 0;
+  int64_t nanAt = -1;  // the step whose gradient of w1 holds a NaN
+  int64_t stopAt = -1; // the step during which `stop` is set
+  volatile std::sig_atomic_t *stop = nullptr;
+
+private:
+  mt::HostState &state;
+  bool overlapping;
+  std::vector<std::vector<float>> gradients;
+  std::function<void(int)> landed, await;
+};
+
+/// A token file of 0, 1, 2, ... (mod 97).
+std::string tokenFile(const std::string &path) {
+  std::vector<uint16_t> tokens(1000);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<uint16_t>(i % 97);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char *>(tokens.data()), tokens.size() * 2);
+  return path;
+}
+
+/// The state's masters and moments, flattened.
+std::vector<float> bitsOf(const mt::HostState &state) {
+  std::vector<float> bits;
+  for (const mt::ParameterState &p : state.parameters)
+    for (const float *array : {p.master, p.firstMoment, p.secondMoment})
+      bits.insert(bits.end(), array, array + p.count);
+  return bits;
+}
+
+bool same(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::string slurp(const std::string &path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+struct Run {
+  std::vector<float> bits;
+  mt::Trainer::Outcome outcome;
+  int64_t runs = 0;
+  int64_t dataPosition = 0;
+};
+
+/// Trains `plan` from a fixed start to step `settings.steps`, from `resumeFrom` when given.
+Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlapping,
+          mt::TrainerSettings settings, const std::string &metrics = "",
+          const std::string &resumeFrom = "", int64_t nanAt = -1, int64_t stopAt = -1) {
+  mt::HostState state(plan, /*streamCopy=*/false);
+  state.initializeRandomly(7);
+  mt::TokenData data(tokens, "u16");
+  if (!resumeFrom.empty()) {
+    settings.resumed = mt::readCheckpoint(resumeFrom, state, settings.planHash);
+    data.seek(settings.resumed.dataPosition);
+  }
+  mt::StepInputs inputs(plan, -1);
+  std::vector<float> centers(plan.parameters_size(), 0.0f);
+  std::vector<mt::WeightDecay> decays = mt::weightDecays(plan, plan.optimizer(), centers);
+  mt::TrainingLog log(metrics, settings.steps, false, settings.resumed.step);
+  ModelBackend backend(state, overlapping);
+  backend.nanAt = nanAt;
+  backend.stopAt = stopAt;
+  volatile std::sig_atomic_t stop = 0;
+  backend.stop = &stop;
+  mt::Trainer trainer(plan, state, &backend, nullptr, data, inputs, decays, log, settings);
+  Run run;
+  run.outcome = trainer.run(stop);
+  run.bits = bitsOf(state);
+  run.runs = backend.runs;
+  run.dataPosition = data.position();
+  return run;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string dir = argc > 1 ? argv[1] : ".";
+  std::string tokens = tokenFile(dir + "/tokens.u16");
+  mt::plan::Plan plan = planOf(1);
+  mt::TrainerSettings settings;
+  settings.steps = 6;
+
+  Run after = train(plan, tokens, /*overlapping=*/false, settings, dir + "/after.jsonl");
+  Run overlapped = train(plan, tokens, /*overlapping=*/true, settings, dir + "/overlapped.jsonl");
+  check(after.outcome.ranThrough == 6 && after.runs == 6, "six steps, one run each");
+  check(same(after.bits, overlapped.bits), "overlapped updates give other bits");
+  check(slurp(dir + "/after.jsonl").find("\"step\":6") != std::string::npos,
+        "the metrics hold step 6");
+  std::printf("updates after the step and overlapping it: the same bits\n");
+
+  // Two sample-major micro-batches: two runs a step, two batches of the stream, and the loss
+  // their mean: each sequence's window is 4 inputs and the next token, so the inputs are
+  // 0-3 and 5-8 (mean 4), then 10-13 and 15-18 (mean 14).
+  mt::plan::Plan twice = planOf(2);
+  mt::TrainerSettings one = settings;
+  one.steps = 1;
+  Run micro = train(twice, tokens, false, one, dir + "/micro.jsonl");
+  check(micro.runs == 2 && micro.dataPosition == 2 * kBatch * (kLength + 1),
+        "two micro-batches, two runs, " + std::to_string(micro.dataPosition) + " tokens read");
+  check(slurp(dir + "/micro.jsonl").find("\"loss\":9,") != std::string::npos,
+        "the mean loss of two micro-batches: " + slurp(dir + "/micro.jsonl"));
+  std::printf("sample-major micro-batches: a run each, the loss their mean\n");
+
+  // A NaN in w1's gradient at step 3: stop leaves the state of step 2; skip goes on and
+  // counts it.
+  mt::TrainerSettings two = settings;
+  two.steps = 2;
+  Run clean2 = train(plan, tokens, false, two);
+  for (bool overlapping : {false, true}) {
+    Run stopped = train(plan, tokens, overlapping, settings, "", "", /*nanAt=*/3);
+    // Overlapped, a step's gradients are judged as its updates finish, during the next
+    // step, whose updates the halt then keeps out.
+    check(stopped.outcome.ranThrough == (overlapping ? 4 : 3),
+          "stopped after step " + std::to_string(stopped.outcome.ranThrough));
+    check(stopped.outcome.nonFinite.find("step 3: the gradient of w1 is not finite") == 0,
+          "the reason: " + stopped.outcome.nonFinite);
+    if (!overlapping)
+      check(same(stopped.bits, clean2.bits), "a stopped step left no update");
+    else // gated: the update of w2, whose gradient landed first, was applied
+      check(stopped.outcome.nonFinite.find("the updates of the 1 parameters whose gradients "
+                                           "landed before it were applied") != std::string::npos,
+            "gated: " + stopped.outcome.nonFinite);
+  }
+  mt::TrainerSettings skip = settings;
+  skip.stopOnNonFinite = false;
+  Run skipped = train(plan, tokens, false, skip, dir + "/skip.jsonl", "", 3);
+  check(skipped.outcome.ranThrough == 6 && skipped.outcome.nonFinite.empty(), "skip goes on");
+  check(slurp(dir + "/skip.jsonl").find("\"skipped_steps\":1") != std::string::npos,
+        "one skipped step counted");
+  std::printf("non-finite: stop names the step and parameter and applies nothing, skip counts "
+              "it\n");
+
+  // Checkpoints every 2 steps; a run resumed from step 4 ends with the uninterrupted bits.
+  mt::CheckpointWriter writer(dir + "/checkpoints", 2);
+  mt::TrainerSettings checkpointed = settings;
+  checkpointed.checkpoints = &writer;
+  checkpointed.checkpointEvery = 2;
+  checkpointed.planHash = "test-plan";
+  for (bool overlapping : {false, true}) {
+    Run whole = train(plan, tokens, overlapping, checkpointed);
+    check(same(whole.bits, after.bits), "checkpointing changes the bits");
+    mt::TrainerSettings rest = settings;
+    rest.planHash = "test-plan";
+    Run resumed = train(plan, tokens, overlapping, rest, "", dir + "/checkpoints/step-00000004");
+    check(resumed.runs == 2 && same(resumed.bits, after.bits), "a resumed run gives other bits");
+  }
+  std::printf("checkpoints: resumed from step 4, the uninterrupted run's bits\n");
+
+  // A stop asked for during step 3 finishes it and checkpoints it.
+  mt::CheckpointWriter stops(dir + "/stops", 1);
+  mt::TrainerSettings stoppable = checkpointed;
+  stoppable.checkpoints = &stops;
+  stoppable.checkpointEvery = 0;
+  Run halted = train(plan, tokens, true, stoppable, "", "", -1, /*stopAt=*/3);
+  check(halted.outcome.ranThrough == 3 && halted.runs == 3, "stopped after step 3");
+  check(mt::findCheckpoint(dir + "/stops").find("step-00000003") != std::string::npos,
+        "the stop's checkpoint");
+  std::printf("a stop: the step running finishes and is checkpointed\n");
+
+  // The registry: the host backend registers itself; an unknown one is named.
+  check(mt::findBackend("host").name == "host", "the host backend");
+  std::string unknown;
+  try {
+    mt::findBackend("tpu");
+  } catch (const std::exception &error) {
+    unknown = error.what();
+  }
+  check(unknown.find("--backend must be auto or one of host") == 0, "unknown: " + unknown);
+  check(mt::findBackend("auto").available(), "auto is available");
+  std::printf("backends: host registered, auto available, an unknown one named\n");
+  return failures ? 1 : 0;
+}
