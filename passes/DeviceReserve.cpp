@@ -108,4 +108,11 @@ DeviceReserve deviceReserve(ModuleOp module) {
   return reserve;
 }
 
+int64_t peakDeviceBytes(ModuleOp module) {
+  return module.lookupSymbol<func::FuncOp>("train_step")
+             ->getAttrOfType<IntegerAttr>("mt.arena_bytes")
+             .getInt() +
+         deviceReserve(module).total();
+}
+
 } // namespace mt

@@ -31,6 +31,9 @@ int64_t kernelScratchBytes(mlir::Operation *op);
 /// The reserve of a scheduled module's @train_step and the templates it calls.
 DeviceReserve deviceReserve(mlir::ModuleOp module);
 
+/// A scheduled module's peak device memory: its arena (`mt.arena_bytes`) and the reserve.
+int64_t peakDeviceBytes(mlir::ModuleOp module);
+
 } // namespace mt
 
 #endif // MT_PASSES_DEVICERESERVE_H

@@ -249,6 +249,44 @@ def AssignStreamsPass : Pass<"mt-assign-streams", "mlir::ModuleOp"> {
   let dependentDialects = ["mt::MTDialect"];
 }
 
+def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
+  let summary = "Builds the training step and its schedule within the device memory budget";
+  let description = [{
+    The compile policy. Before: the raised graph (after mt-raise and mt-device-precision).
+    After: the training step (mt-train), scheduled (mt-schedule) unless `schedule` is off,
+    built with the first accumulation and recompute interval whose plan fits `device-memory`
+    bytes (0: the target's memory), where the plan's peak is its arena and the reserve
+    beside it. Accumulation `auto` tries layer-major micro-batches first (they cross PCIe
+    once a step) and then sample-major ones (the runtime runs a one-micro-batch step once
+    each), whose plan keeps one micro-batch's activations; recompute interval 0 tries K = 1
+    with checkpoints on the host (the interval does not change their device memory), and
+    K = 1, 2, 4, ... up to the layer count with checkpoints on the device. Each try runs on a
+    copy nested in the module, which the chosen one replaces. The module then records what
+    was chosen and what the cost model predicts for `target` (`mt.micro_batches`,
+    `mt.accumulation`, `mt.recompute_interval`, `mt.device_memory_budget` (0: not scheduled),
+    `mt.model_flops`, `mt.predicted_step_seconds`), which the plan carries. When no plan
+    fits, the error gives the smallest plan's bytes and what its largest phase holds.
+  }];
+  let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", "1", "Micro-batches accumulated a step">,
+    Option<"accumulation", "accumulation", "std::string", "\"auto\"",
+           "auto, layer-major or sample-major">,
+    Option<"segmentLayers", "segment-layers", "bool", "true",
+           "Cut the model into layer templates">,
+    Option<"schedule", "schedule", "bool", "true",
+           "Schedule the step (copies, buffers, streams); off: the training step alone">,
+    Option<"recomputeInterval", "recompute-interval", "int64_t", "0",
+           "Layers per checkpoint, K (0: the smallest that fits)">,
+    Option<"checkpointsOnDevice", "checkpoints-on-device", "bool", "false",
+           "Keep layer inputs on the device instead of offloading them">,
+    Option<"deviceMemory", "device-memory", "int64_t", "0",
+           "Bytes of device memory the plan may use (0: the target's)">,
+    Option<"target", "target", "std::string", "\"h200\"",
+           "The device profile: h200, or a JSON profile from mt-run --calibrate">,
+  ];
+}
+
 def TestPrintBuffersPass : Pass<"mt-test-print-buffers", "mlir::ModuleOp"> {
   let summary = "Prints the arena placement and events of @train_step, for tests";
   let description = [{

@@ -3,8 +3,9 @@
 #include "plan/PlanEmitter.h"
 
 #include "ir/MtOps.h"
-#include "plan/PlanFormat.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "passes/DeviceReserve.h"
+#include "plan/PlanFormat.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -209,7 +210,8 @@ private:
 
 } // namespace
 
-LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &plan) {
+LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, llvm::StringRef pipeline,
+                       plan::Plan &plan) {
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
   if (!step || step.getBlocks().size() != 1)
     return module.emitError("no single-block @train_step to emit; run mt-autodiff first");
@@ -280,6 +282,29 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, plan::Plan &pla
   if (program.gradients_size() != plan.parameters_size())
     return step.emitOpError("returns ") << program.gradients_size() << " gradients for "
                                         << plan.parameters_size() << " parameters";
+
+  // What mt-fit-step chose and predicted; the device memory beside the arena.
+  auto integer = [&](llvm::StringRef name) -> int64_t {
+    auto attr = module->getAttrOfType<IntegerAttr>(name);
+    return attr ? attr.getInt() : 0;
+  };
+  auto real = [&](llvm::StringRef name) -> double {
+    auto attr = module->getAttrOfType<FloatAttr>(name);
+    return attr ? attr.getValueAsDouble() : 0;
+  };
+  auto accumulation = module->getAttrOfType<StringAttr>("mt.accumulation");
+  plan.set_micro_batches(integer("mt.micro_batches"));
+  plan.set_accumulation(accumulation ? accumulation.str() : "");
+  plan.set_recompute_interval(integer("mt.recompute_interval"));
+  plan.set_device_memory_budget(real("mt.device_memory_budget"));
+  plan.set_model_flops(real("mt.model_flops"));
+  plan.set_predicted_step_seconds(real("mt.predicted_step_seconds"));
+  DeviceReserve reserve = deviceReserve(module);
+  plan.set_scratch_bytes(reserve.scratch);
+  plan.set_blas_workspace_bytes(reserve.blasWorkspace);
+  plan.set_input_bytes(reserve.inputs);
+  plan.set_constant_bytes(reserve.constants);
+  plan.set_pipeline(pipeline.str());
 
   plan::AdamW &adamw = *plan.mutable_optimizer();
   adamw.set_lr(1e-3);

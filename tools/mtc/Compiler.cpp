@@ -10,7 +10,7 @@
 #include "passes/DeviceReserve.h"
 #include "passes/Passes.h"
 #include "passes/StepCostModel.h"
-#include "plan/PlanEmitter.h"
+#include "plan/PlanWriter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -205,11 +205,28 @@ LogicalResult checkScheduleOptions() {
     llvm::errs() << "mtc: --micro-batches must be at least 1\n";
     return failure();
   }
+  std::string error;
+  if (failed(loadDeviceProfile(target, error))) {
+    llvm::errs() << "mtc: " << error << "\n";
+    return failure();
+  }
   return success();
 }
 
-/// The step's estimate on the target.
-FailureOr<StepEstimate> estimate(ModuleOp module, int64_t interval, llvm::StringRef mode) {
+/// The device memory a plan may use, in bytes: --device-memory, or 0 for the target's.
+FailureOr<int64_t> deviceBudget() {
+  if (deviceMemory.empty())
+    return 0;
+  std::optional<double> bytes = parseBytes(deviceMemory);
+  if (!bytes) {
+    llvm::errs() << "mtc: --device-memory '" << deviceMemory << "' is not a size like 16GiB\n";
+    return failure();
+  }
+  return static_cast<int64_t>(*bytes);
+}
+
+/// What the cost model predicts of the step mt-fit-step built, on the target.
+FailureOr<StepEstimate> estimate(ModuleOp module) {
   std::string error;
   FailureOr<DeviceProfile> profile = loadDeviceProfile(target, error);
   if (failed(profile)) {
@@ -218,122 +235,10 @@ FailureOr<StepEstimate> estimate(ModuleOp module, int64_t interval, llvm::String
   }
   ScheduleOptions options;
   options.microBatches = microBatches;
-  options.accumulation = mode.str();
+  options.accumulation = module->getAttrOfType<StringAttr>("mt.accumulation").str();
   options.checkpointsOnDevice = checkpoints == "device";
-  options.recomputeInterval = interval;
-  FailureOr<StepEstimate> step = estimateStep(module, *profile, options);
-  if (failed(step))
-    return failure();
-  return step;
-}
-
-/// The device memory a plan may use: --device-memory, or the target's.
-FailureOr<double> deviceBudget() {
-  std::string error;
-  FailureOr<DeviceProfile> profile = loadDeviceProfile(target, error);
-  if (failed(profile)) {
-    llvm::errs() << "mtc: " << error << "\n";
-    return failure();
-  }
-  if (deviceMemory.empty())
-    return profile->deviceMemoryBytes;
-  std::optional<double> bytes = parseBytes(deviceMemory);
-  if (!bytes) {
-    llvm::errs() << "mtc: --device-memory '" << deviceMemory << "' is not a size like 16GiB\n";
-    return failure();
-  }
-  return *bytes;
-}
-
-/// The schedule's passes with recompute interval `k`.
-void buildScheduleStages(OpPassManager &pm, int64_t k) {
-  SchedulePipelineOptions options;
-  options.recomputeInterval = k;
-  options.checkpointsOnDevice = checkpoints == "device";
-  buildSchedulePassPipeline(pm, options);
-}
-
-/// The passes from the raised graph to the training step with `layerMajor` micro-batches in
-/// it: the device's float storage, then mt-train.
-void buildTrainStages(OpPassManager &pm, int64_t layerMajor) {
-  DevicePrecisionPassOptions precision;
-  precision.floatBytes = devicePrecision == "fp32" ? 4 : 2;
-  pm.addPass(createDevicePrecisionPass(precision));
-  TrainPipelineOptions train;
-  train.segmentLayers = segmentLayers.getValue();
-  train.layerMajorMicroBatches = layerMajor;
-  buildTrainPassPipeline(pm, train);
-}
-
-/// Every pass mtc ran on the imported graph, with the options it chose (K 0: not
-/// scheduled), as mt-opt --pass-pipeline takes them: that pipeline reproduces mtc's IR.
-std::string pipelineText(MLIRContext *context, int64_t layerMajor, int64_t interval) {
-  PassManager pm(context, ModuleOp::getOperationName());
-  buildRaisePassPipeline(pm);
-  buildTrainStages(pm, layerMajor);
-  if (interval > 0)
-    buildScheduleStages(pm, interval);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  pm.printAsTextualPipeline(os);
-  return os.str();
-}
-
-/// The scheduled step's peak device memory: its arena and the reserve beside it.
-int64_t peakDeviceBytes(ModuleOp module) {
-  return module.lookupSymbol<func::FuncOp>("train_step")
-             ->getAttrOfType<IntegerAttr>("mt.arena_bytes")
-             .getInt() +
-         deviceReserve(module).total();
-}
-
-/// Schedules the step with the recompute interval K that --recompute-interval names, or the
-/// smallest that fits the device memory (only checkpoints kept on the device depend on K).
-/// Returns K, or fails (with the numbers of the best plan that did not fit when `report`).
-FailureOr<int64_t> scheduleStep(OwningOpRef<ModuleOp> &module, double budget, bool report) {
-  int64_t layers = 0;
-  module->lookupSymbol<func::FuncOp>("train_step").walk([&](func::CallOp call) {
-    auto callee = module->lookupSymbol<func::FuncOp>(call.getCallee());
-    layers += callee && !callee->hasAttr("mt.backward_of");
-  });
-  llvm::SmallVector<int64_t> candidates;
-  if (recomputeInterval > 0)
-    candidates.push_back(recomputeInterval);
-  else if (checkpoints == "host")
-    candidates.push_back(1);
-  else
-    for (int64_t k = 1; k == 1 || k / 2 < layers; k *= 2)
-      candidates.push_back(std::min<int64_t>(k, std::max<int64_t>(layers, 1)));
-  int64_t smallest = 0, bestInterval = 1;
-  OwningOpRef<ModuleOp> best;
-  for (int64_t k : candidates) {
-    OwningOpRef<ModuleOp> attempt = module->clone();
-    PassManager pm(module->getContext());
-    buildScheduleStages(pm, k);
-    if (failed(pm.run(*attempt)))
-      return failure();
-    int64_t arena = peakDeviceBytes(*attempt);
-    if (arena <= budget) {
-      module = std::move(attempt);
-      return k;
-    }
-    if (!smallest || arena < smallest) {
-      smallest = arena;
-      bestInterval = k;
-      best = std::move(attempt);
-    }
-  }
-  if (!report)
-    return failure();
-  // What the smallest plan's memory is made of, as the cost model sees it.
-  FailureOr<StepEstimate> parts = estimate(*best, bestInterval, "layer-major");
-  llvm::errs() << "mtc: the plan needs " << formatBytes(smallest)
-               << " of device memory (its arena and reserve, recompute interval " << bestInterval
-               << "; the cost model's largest phase is "
-               << (succeeded(parts) ? parts->peakBreakdown : std::string("unknown")) << ") but "
-               << formatBytes(budget) << " are available"
-               << (checkpoints == "device" ? "; try --checkpoints=host" : "") << "\n";
-  return failure();
+  options.recomputeInterval = module->getAttrOfType<IntegerAttr>("mt.recompute_interval").getInt();
+  return estimateStep(module, *profile, options);
 }
 
 void printSummary(ModuleOp module, const StepEstimate *step, const std::string &pipeline,
@@ -410,75 +315,6 @@ void printSummary(ModuleOp module, const StepEstimate *step, const std::string &
   os << "pipeline    " << pipeline << "\n";
 }
 
-/// Writes the plan to -o, and the bytes of inline parameters to a weights file beside it.
-bool writePlan(ModuleOp module, const StepEstimate &step, const std::string &pipeline,
-               double deviceBudgetBytes) {
-  if (outputPath == "-") {
-    llvm::errs() << "mtc: a plan is binary; name its file with -o model.mtp\n";
-    return false;
-  }
-  // The plan and its weights are written beside their files and moved over them once both
-  // are complete: a compile that is killed or runs out of disk leaves the previous pair whole.
-  std::string weightsPath = outputPath + ".weights", partialWeights = weightsPath + ".partial";
-  FailureOr<bool> wroteWeights = writeInlineWeights(module, weightsPath, partialWeights);
-  if (failed(wroteWeights))
-    return false;
-  auto dropPartials = [&] {
-    if (*wroteWeights)
-      llvm::sys::fs::remove(partialWeights);
-  };
-  plan::Plan plan;
-  if (failed(emitPlan(module, llvm::sys::path::parent_path(outputPath), plan))) {
-    dropPartials();
-    return false;
-  }
-  plan.set_micro_batches(microBatches);
-  plan.set_accumulation(step.accumulation);
-  plan.set_model_flops(step.flopsPerStep);
-  plan.set_recompute_interval(step.recomputeInterval);
-  plan.set_predicted_step_seconds(step.predictedStepSeconds);
-  plan.set_pipeline(pipeline);
-  plan.set_device_memory_budget(deviceBudgetBytes);
-  DeviceReserve reserve = deviceReserve(module);
-  plan.set_scratch_bytes(reserve.scratch);
-  plan.set_blas_workspace_bytes(reserve.blasWorkspace);
-  plan.set_input_bytes(reserve.inputs);
-  plan.set_constant_bytes(reserve.constants);
-  std::string partial = outputPath + ".partial", error;
-  {
-    std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(partial, &error);
-    if (!output) {
-      dropPartials();
-      llvm::errs() << "mtc: " << error << "\n";
-      return false;
-    }
-    output->os() << plan.SerializeAsString();
-    output->os().flush();
-    if (output->os().has_error()) {
-      dropPartials();
-      llvm::errs() << "mtc: cannot write " << partial << ": " << output->os().error().message()
-                   << "\n";
-      output->os().clear_error();
-      return false; // the partial plan goes with `output`
-    }
-    output->keep();
-  }
-  // The weights move first, then the plan: only a crash between the two renames pairs the
-  // previous plan with the new weights.
-  std::error_code moved;
-  if (*wroteWeights)
-    moved = llvm::sys::fs::rename(partialWeights, weightsPath);
-  if (!moved)
-    moved = llvm::sys::fs::rename(partial, outputPath);
-  if (moved) {
-    dropPartials();
-    llvm::sys::fs::remove(partial);
-    llvm::errs() << "mtc: cannot write " << outputPath << ": " << moved.message() << "\n";
-    return false;
-  }
-  return true;
-}
-
 } // namespace
 
 int compilerMain(int argc, char **argv) {
@@ -504,70 +340,56 @@ int compilerMain(int argc, char **argv) {
                  : llvm::StringRef(outputPath).ends_with(".mtp") ? Stage::Plan
                  : summary != Summary::None                      ? Stage::Schedule
                                                                   : Stage::Graph;
-  if (stage != Stage::Import) {
-    PassManager pm(&context);
-    if (failed(applyPassManagerCLOptions(pm)))
-      return 1;
+  if (stage == Stage::Plan && summary == Summary::None && outputPath == "-") {
+    llvm::errs() << "mtc: a plan is binary; name its file with -o model.mtp\n";
+    return 1;
+  }
+  FailureOr<int64_t> budget = deviceBudget();
+  if (failed(budget))
+    return 1;
+  // The whole compile is one pipeline, the policy (accumulation, recompute interval, the
+  // device budget) in mt-fit-step's options: its text, which the plan and the summary
+  // carry, is what mt-opt --pass-pipeline runs to make the same module from the import.
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (stage != Stage::Import)
     buildRaisePassPipeline(pm);
-    if (stage == Stage::Segments)
-      pm.addPass(createSegmentLayersPass());
-    if (failed(pm.run(*module)))
-      return 1;
+  if (stage == Stage::Segments)
+    pm.addPass(createSegmentLayersPass());
+  if (stage >= Stage::Train) {
+    DevicePrecisionPassOptions precision;
+    precision.floatBytes = devicePrecision == "fp32" ? 4 : 2;
+    pm.addPass(createDevicePrecisionPass(precision));
+    FitStepPassOptions fit;
+    fit.microBatches = microBatches;
+    fit.accumulation = accumulation;
+    fit.segmentLayers = segmentLayers;
+    fit.schedule = stage >= Stage::Schedule && schedule;
+    fit.recomputeInterval = recomputeInterval;
+    fit.checkpointsOnDevice = checkpoints == "device";
+    fit.deviceMemory = *budget;
+    fit.target = target;
+    pm.addPass(createFitStepPass(fit));
+  }
+  std::string pipeline;
+  llvm::raw_string_ostream pipelineText(pipeline);
+  pm.printAsTextualPipeline(pipelineText);
+  if (failed(applyPassManagerCLOptions(pm)) || failed(pm.run(*module)))
+    return 1;
+  if (stage == Stage::Plan && summary == Summary::None) {
+    std::string error = writePlanFiles(*module, outputPath, pipeline);
+    if (!error.empty() && error != "failed")
+      llvm::errs() << "mtc: " << error << "\n";
+    return error.empty() ? 0 : 1;
   }
   std::optional<StepEstimate> step;
-  std::string pipeline;         // what ran, for mt-opt (from Stage::Train on)
-  double deviceBudgetBytes = 0; // what the scheduled plan was fitted to
   if (stage >= Stage::Train) {
-    // Layer-major accumulation crosses PCIe once per step, so it comes first; when its plan
-    // does not fit the device (it keeps every micro-batch's activations of a layer), the
-    // runtime's sample-major loop over a one-micro-batch step may.
-    llvm::SmallVector<std::string> modes;
-    if (accumulation != "auto")
-      modes.push_back(accumulation);
-    else
-      modes.assign({"layer-major", "sample-major"});
-    if (microBatches == 1)
-      modes.resize(1);
-    int64_t interval = 1;
-    std::string mode;
-    for (auto [attempt, candidate] : llvm::enumerate(modes)) {
-      bool last = attempt + 1 == modes.size();
-      OwningOpRef<ModuleOp> trained = module->clone();
-      PassManager pm(&context);
-      // Sample-major micro-batches are the runtime running the step once each; layer-major
-      // ones are in the step.
-      buildTrainStages(pm, candidate == "layer-major" ? microBatches.getValue() : 1);
-      if (failed(pm.run(*trained)))
-        return 1;
-      if (stage >= Stage::Schedule && schedule) {
-        FailureOr<double> budget = deviceBudget();
-        if (failed(budget))
-          return 1;
-        FailureOr<int64_t> chosen = scheduleStep(trained, *budget, /*report=*/last);
-        if (failed(chosen)) {
-          if (last)
-            return 1;
-          continue;
-        }
-        interval = *chosen;
-        deviceBudgetBytes = *budget;
-      }
-      module = std::move(trained);
-      mode = candidate;
-      break;
-    }
-    FailureOr<StepEstimate> estimated = estimate(*module, interval, mode);
+    FailureOr<StepEstimate> estimated = estimate(*module);
     if (failed(estimated))
       return 1;
     step = *estimated;
-    pipeline = pipelineText(&context, mode == "layer-major" ? microBatches.getValue() : 1,
-                            stage >= Stage::Schedule && schedule ? interval : 0);
     if (stage >= Stage::Schedule && schedule)
       step->peakDeviceBytes = peakDeviceBytes(*module);
   }
-  if (stage == Stage::Plan && summary == Summary::None)
-    return writePlan(*module, *step, pipeline, deviceBudgetBytes) ? 0 : 1;
-
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
   if (!output) {

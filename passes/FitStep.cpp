@@ -1,0 +1,206 @@
+// mt-fit-step: the compile policy. Builds the training step and its schedule with the first
+// accumulation and recompute interval whose plan fits the device memory, and records them.
+#include "passes/DeviceProfile.h"
+#include "passes/DeviceReserve.h"
+#include "passes/Passes.h"
+#include "passes/StepCostModel.h"
+
+namespace mt {
+#define GEN_PASS_DEF_FITSTEPPASS
+#include "passes/Passes.h.inc"
+} // namespace mt
+
+using namespace mlir;
+using namespace mt;
+
+namespace {
+
+/// The layer calls of the training step's forward.
+int64_t layerCount(ModuleOp module) {
+  int64_t layers = 0;
+  module.lookupSymbol<func::FuncOp>("train_step").walk([&](func::CallOp call) {
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    layers += callee && !callee->hasAttr("mt.backward_of");
+  });
+  return layers;
+}
+
+struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
+  using FitStepPassBase::FitStepPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (accumulation != "auto" && accumulation != "layer-major" && accumulation != "sample-major") {
+      emitError(module.getLoc(),
+                "mt-fit-step: accumulation must be auto, layer-major or sample-major, "
+                "got '")
+          << accumulation << "'";
+      return signalPassFailure();
+    }
+    if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0) {
+      emitError(module.getLoc(),
+                "mt-fit-step: micro-batches must be at least 1, recompute-interval "
+                "and device-memory at least 0");
+      return signalPassFailure();
+    }
+    std::string error;
+    FailureOr<DeviceProfile> loaded = loadDeviceProfile(target, error);
+    if (failed(loaded)) {
+      emitError(module.getLoc(), "mt-fit-step: ") << error;
+      return signalPassFailure();
+    }
+    profile = *loaded;
+    budget = deviceMemory > 0 ? static_cast<double>(deviceMemory) : profile.deviceMemoryBytes;
+
+    llvm::SmallVector<std::string> modes;
+    if (accumulation != "auto")
+      modes.push_back(accumulation);
+    else
+      modes.assign({"layer-major", "sample-major"});
+    if (microBatches == 1)
+      modes.resize(1);
+    for (auto [attempt, mode] : llvm::enumerate(modes)) {
+      bool last = attempt + 1 == modes.size();
+      OpPassManager train(ModuleOp::getOperationName());
+      TrainPipelineOptions trainOptions;
+      trainOptions.segmentLayers = segmentLayers.getValue();
+      // Sample-major micro-batches are the runtime running the step once each; layer-major
+      // ones are in the step.
+      trainOptions.layerMajorMicroBatches = mode == "layer-major" ? microBatches.getValue() : 1;
+      buildTrainPassPipeline(train, trainOptions);
+      FailureOr<ModuleOp> trained = tryPipeline(module, train);
+      if (failed(trained))
+        return signalPassFailure();
+      int64_t interval = 0;
+      if (schedule) {
+        FailureOr<int64_t> fitted = scheduleWithin(*trained, /*report=*/last);
+        if (failed(fitted)) {
+          trained->erase();
+          if (last || failedPipeline)
+            return signalPassFailure();
+          continue;
+        }
+        interval = *fitted;
+      }
+      adopt(*trained);
+      if (failed(record(mode, interval)))
+        return signalPassFailure();
+      return;
+    }
+  }
+
+private:
+  /// Runs `pipeline` on a copy of `from` nested in this pass's module (a pass may only run
+  /// pipelines on what it holds); returns the copy, which adopt() or erase() ends.
+  FailureOr<ModuleOp> tryPipeline(ModuleOp from, OpPassManager &pipeline) {
+    ModuleOp module = getOperation();
+    auto copy = llvm::cast<ModuleOp>(from->clone());
+    // A copy of the pass's own module holds none of the tries nested in it.
+    for (ModuleOp nested : llvm::make_early_inc_range(copy.getOps<ModuleOp>()))
+      nested->erase();
+    module.getBody()->push_back(copy);
+    if (failed(runPipeline(pipeline, copy))) {
+      copy->erase();
+      return failure();
+    }
+    return copy;
+  }
+
+  /// The module becomes `chosen`: its operations and attributes.
+  void adopt(ModuleOp chosen) {
+    ModuleOp module = getOperation();
+    chosen->remove();
+    module.getBody()->clear();
+    module.getBody()->getOperations().splice(module.getBody()->end(),
+                                             chosen.getBody()->getOperations());
+    module->setAttrs(chosen->getAttrDictionary());
+    chosen->erase();
+  }
+
+  /// Schedules `trained` in place with the recompute interval asked for, or the smallest
+  /// that fits the budget (only checkpoints kept on the device depend on it). Returns K; a
+  /// plan that does not fit fails, with an error giving the smallest one's numbers when
+  /// `report`, else silently (failure() also when a pipeline itself failed, which has
+  /// reported: failedPipeline).
+  FailureOr<int64_t> scheduleWithin(ModuleOp &trained, bool report) {
+    int64_t layers = layerCount(trained);
+    llvm::SmallVector<int64_t> candidates;
+    if (recomputeInterval > 0)
+      candidates.push_back(recomputeInterval);
+    else if (!checkpointsOnDevice)
+      candidates.push_back(1);
+    else
+      for (int64_t k = 1; k == 1 || k / 2 < layers; k *= 2)
+        candidates.push_back(std::min<int64_t>(k, std::max<int64_t>(layers, 1)));
+    int64_t smallest = 0, bestInterval = 1;
+    std::string breakdown = "unknown";
+    for (int64_t k : candidates) {
+      OpPassManager pipeline(ModuleOp::getOperationName());
+      SchedulePipelineOptions options;
+      options.recomputeInterval = k;
+      options.checkpointsOnDevice = checkpointsOnDevice.getValue();
+      buildSchedulePassPipeline(pipeline, options);
+      FailureOr<ModuleOp> scheduled = tryPipeline(trained, pipeline);
+      if (failed(scheduled)) {
+        failedPipeline = true;
+        return failure();
+      }
+      int64_t peak = peakDeviceBytes(*scheduled);
+      if (peak <= budget) {
+        trained->erase();
+        trained = *scheduled;
+        return k;
+      }
+      if (!smallest || peak < smallest) {
+        smallest = peak;
+        bestInterval = k;
+        // What the smallest plan's memory is made of, as the cost model sees it.
+        FailureOr<StepEstimate> parts = estimateStep(*scheduled, profile, costOptions(k));
+        if (succeeded(parts))
+          breakdown = parts->peakBreakdown;
+      }
+      scheduled->erase();
+    }
+    // At the model's location, without the module attached: the numbers say it all.
+    if (report)
+      emitError(getOperation().getLoc())
+          << "the plan needs " << formatBytes(smallest)
+          << " of device memory (its arena and reserve, recompute interval " << bestInterval
+          << "; the cost model's largest phase is " << breakdown << ") but " << formatBytes(budget)
+          << " are available"
+          << (checkpointsOnDevice ? "; try checkpoints on the host (mtc --checkpoints=host)" : "");
+    return failure();
+  }
+
+  /// The cost model's view of a step scheduled with interval `k`.
+  ScheduleOptions costOptions(int64_t k, llvm::StringRef mode = "layer-major") const {
+    ScheduleOptions options;
+    options.microBatches = microBatches;
+    options.accumulation = mode.str();
+    options.checkpointsOnDevice = checkpointsOnDevice;
+    options.recomputeInterval = std::max<int64_t>(k, 1);
+    return options;
+  }
+
+  /// What was chosen, and the cost model's model FLOP and predicted step.
+  LogicalResult record(llvm::StringRef mode, int64_t interval) {
+    ModuleOp module = getOperation();
+    FailureOr<StepEstimate> step = estimateStep(module, profile, costOptions(interval, mode));
+    if (failed(step))
+      return failure();
+    Builder b(module.getContext());
+    module->setAttr("mt.micro_batches", b.getI64IntegerAttr(microBatches));
+    module->setAttr("mt.accumulation", b.getStringAttr(mode));
+    module->setAttr("mt.recompute_interval", b.getI64IntegerAttr(step->recomputeInterval));
+    module->setAttr("mt.device_memory_budget", b.getF64FloatAttr(schedule ? budget : 0));
+    module->setAttr("mt.model_flops", b.getF64FloatAttr(step->flopsPerStep));
+    module->setAttr("mt.predicted_step_seconds", b.getF64FloatAttr(step->predictedStepSeconds));
+    return success();
+  }
+
+  DeviceProfile profile;
+  double budget = 0;
+  bool failedPipeline = false;
+};
+
+} // namespace
