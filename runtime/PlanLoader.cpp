@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <unistd.h>
 #include <vector>
 
 namespace mt {
@@ -249,6 +251,36 @@ const std::vector<int64_t> &stepInput(const plan::Program &program, const plan::
           "; the plan reads it as right padding (each row ones, then zeros)");
   }
   return it->second;
+}
+
+void checkOutputPath(const std::string &flag, const std::string &path, const plan::Plan &plan,
+                     const std::string &planPath) {
+  if (path.empty())
+    return;
+  std::string planDir =
+      planPath.find('/') == std::string::npos ? "." : planPath.substr(0, planPath.rfind('/'));
+  size_t slash = path.rfind('/');
+  std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (access(folder.c_str(), W_OK) != 0)
+    throw std::runtime_error(flag + " " + path + ": the folder " + folder +
+                             " does not exist or is not writable");
+  char *resolved = realpath(folder.c_str(), nullptr);
+  std::string target = std::string(resolved ? resolved : folder);
+  std::free(resolved);
+  target += (target.back() == '/' ? "" : "/") + path.substr(slash + 1);
+  auto is = [&](const std::string &file) {
+    char *existing = realpath(file.c_str(), nullptr);
+    bool same = existing && target == std::string(existing);
+    std::free(existing);
+    return same;
+  };
+  if (is(planPath))
+    throw std::runtime_error(flag + " " + path + " is the plan itself");
+  for (const plan::Parameter &parameter : plan.parameters())
+    if (!parameter.file().empty() &&
+        is(parameter.file().front() == '/' ? parameter.file() : planDir + "/" + parameter.file()))
+      throw std::runtime_error(flag + " " + path + " is the plan's own weights file (" +
+                               parameter.name() + " starts from it)");
 }
 
 } // namespace mt

@@ -18,6 +18,12 @@ std::string readFileBytes(const std::string &path, const std::string &what);
 /// The plan at `path`; throws std::runtime_error naming the file and the first problem.
 plan::Plan loadPlan(const std::string &path);
 
+/// Refuses (std::runtime_error naming `flag`), before any work, an output a run could not
+/// write at its end (a folder that is missing or not writable) or one that would overwrite
+/// the plan at `planPath` or a file its parameters start from. "" is no output.
+void checkOutputPath(const std::string &flag, const std::string &path, const plan::Plan &plan,
+                     const std::string &planPath);
+
 /// The values fed to `input` of `program` out of `inputs` (by name), checked before any
 /// work: as many as its shape holds, and for a right-padded mask, each row nonzero then
 /// zero from a nonzero start. Throws std::runtime_error naming the input and the row.

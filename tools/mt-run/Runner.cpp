@@ -16,6 +16,7 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/StepBackend.h"
 #include "runtime/train/StepInputs.h"
+#include "runtime/train/StopSignals.h"
 #include "runtime/train/TokenData.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingLog.h"
@@ -36,52 +37,6 @@
 namespace mt {
 
 namespace {
-/// Refuses, before any training, an output the run could not write at its end (a folder
-/// that is missing or not writable) or one that would overwrite the plan or its initial
-/// weights.
-void checkOutput(const std::string &flag, const std::string &path, const plan::Plan &plan,
-                 const std::string &planPath, const std::string &planDir) {
-  if (path.empty())
-    return;
-  size_t slash = path.rfind('/');
-  std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  if (access(folder.c_str(), W_OK) != 0)
-    throw std::runtime_error(flag + " " + path + ": the folder " + folder +
-                             " does not exist or is not writable");
-  char *resolved = realpath(folder.c_str(), nullptr);
-  std::string target = std::string(resolved ? resolved : folder);
-  std::free(resolved);
-  target += (target.back() == '/' ? "" : "/") + path.substr(slash + 1);
-  auto is = [&](const std::string &file) {
-    char *existing = realpath(file.c_str(), nullptr);
-    bool same = existing && target == std::string(existing);
-    std::free(existing);
-    return same;
-  };
-  if (is(planPath))
-    throw std::runtime_error(flag + " " + path + " is the plan itself");
-  for (const plan::Parameter &parameter : plan.parameters())
-    if (!parameter.file().empty() &&
-        is(parameter.file().front() == '/' ? parameter.file() : planDir + "/" + parameter.file()))
-      throw std::runtime_error(flag + " " + path + " is the plan's own weights file (" +
-                               parameter.name() + " starts from it)");
-}
-
-/// The signal (SIGINT or SIGTERM) that asked the run to stop, or 0: the step running finishes,
-/// a checkpoint is written, and the run exits nonzero. A second signal ends it at once.
-volatile std::sig_atomic_t stopSignal = 0;
-
-void stopAfterStep(int signal) { stopSignal = signal; }
-
-void catchStopSignals() {
-  struct sigaction action = {};
-  action.sa_handler = stopAfterStep;
-  action.sa_flags = SA_RESETHAND;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-}
-
 /// The backend a run takes: --backend's (auto: the available one that prefers itself most,
 /// the host's for thread ranks); the host's for --check-schedule.
 const BackendKind &chooseBackend(const Options &options, bool deviceCheck) {
@@ -178,7 +133,7 @@ int train(const Options &options) {
                             {"--save-onnx", options.saveOnnx},
                             {"--save-onnx", options.saveOnnx.empty() ? "" : options.saveOnnx + ".data"},
                             {"--metrics", options.metrics}})
-    checkOutput(flag, path, plan, options.plan, planDir);
+    checkOutputPath(flag, path, plan, options.plan);
   // The source model is read and checked now, so that a run never fails over it at its end.
   std::unique_ptr<TrainedOnnx> trainedOnnx;
   if (!options.saveOnnx.empty() && options.processRank <= 0)
@@ -303,7 +258,7 @@ int train(const Options &options) {
   settings.processes = options.processes;
   settings.processRank = options.processRank;
   Trainer trainer(plan, state, backend.get(), ranks.get(), data, stepInputs, decays, log, settings);
-  catchStopSignals();
+  const volatile std::sig_atomic_t &stopSignal = catchStopSignals();
   Trainer::Outcome outcome = trainer.run(stopSignal);
   if (!outcome.nonFinite.empty()) {
     std::fprintf(stderr, "mt-run: %s%s\n", outcome.nonFinite.c_str(),
