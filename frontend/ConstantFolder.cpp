@@ -1,6 +1,8 @@
 // Host evaluation of the ONNX ops that shape and mask subgraphs are made of.
 #include "frontend/ConstantFolder.h"
 
+#include "tensor/Shapes.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -182,9 +184,10 @@ HostTensor expandTensor(const HostTensor &input, llvm::ArrayRef<int64_t> shape) 
 }
 
 HostTensor transposeTensor(const HostTensor &input, llvm::ArrayRef<int64_t> permutation) {
-  Shape shape;
-  for (int64_t p : permutation)
-    shape.push_back(input.shape[p]);
+  // The importer checked the permutation (transposeShape): this is the same rule's shape.
+  shapes::Dims dims;
+  shapes::transpose(input.shape, permutation, dims);
+  Shape shape(dims.begin(), dims.end());
   HostTensor result = HostTensor::zeros(input.dataType, shape);
   Shape inStrides = stridesOf(input.shape);
   int64_t out = 0;
@@ -198,9 +201,10 @@ HostTensor transposeTensor(const HostTensor &input, llvm::ArrayRef<int64_t> perm
 }
 
 HostTensor gatherTensor(const HostTensor &input, const HostTensor &indices, int64_t axis) {
-  Shape shape(input.shape.begin(), input.shape.begin() + axis);
-  shape.append(indices.shape.begin(), indices.shape.end());
-  shape.append(input.shape.begin() + axis + 1, input.shape.end());
+  // The importer checked the axis (gatherShape): this is the same rule's shape.
+  shapes::Dims dims;
+  shapes::gather(input.shape, indices.shape, axis, dims);
+  Shape shape(dims.begin(), dims.end());
   HostTensor result = HostTensor::zeros(input.dataType, shape);
   Shape inStrides = stridesOf(input.shape);
   size_t indexRank = indices.shape.size();

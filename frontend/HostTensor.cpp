@@ -1,6 +1,8 @@
 // Storage and conversions of host-evaluated tensors.
 #include "frontend/HostTensor.h"
 
+#include "tensor/Shapes.h"
+
 #include <cmath>
 #include <limits>
 
@@ -70,10 +72,8 @@ HostTensor HostTensor::castTo(int32_t toType) const {
 }
 
 Shape stridesOf(llvm::ArrayRef<int64_t> shape) {
-  Shape strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
+  shapes::Dims strides = shapes::strides(shape);
+  return Shape(strides.begin(), strides.end());
 }
 
 } // namespace mt

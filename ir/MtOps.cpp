@@ -4,9 +4,10 @@
 #include "ir/ShapeRules.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "tensor/Shapes.h"
 
 #include <cmath>
 
@@ -261,12 +262,10 @@ LogicalResult RopeOp::verify() {
 
 /// Key lengths, where given, are one per sequence of the batch.
 static LogicalResult verifyKeyLengths(Operation *op, Value keyLengths, Value query) {
-  if (!keyLengths || shapeOf(query).empty() ||
-      shapeOf(keyLengths) == llvm::ArrayRef<int64_t>{shapeOf(query).front()})
+  if (!keyLengths || shapeOf(query).empty())
     return success();
-  return op->emitOpError("key_lengths ")
-         << formatShape(shapeOf(keyLengths)) << " should be one per sequence, ["
-         << shapeOf(query).front() << "]";
+  std::string error = shapes::keyLengths(shapeOf(keyLengths), shapeOf(query).front());
+  return error.empty() ? success() : op->emitOpError(error);
 }
 
 LogicalResult AttentionOp::verify() {
@@ -343,9 +342,9 @@ LogicalResult ConcatOp::verify() {
 }
 
 LogicalResult ExpandOp::verify() {
-  if (!broadcastsTo(shapeOf(getInput()), getType().getShape()))
-    return emitOpError("cannot broadcast ") << formatShape(shapeOf(getInput())) << " to "
-                                            << formatShape(getType().getShape());
+  if (std::string error = shapes::broadcastTo(shapeOf(getInput()), getType().getShape());
+      !error.empty())
+    return emitOpError(error);
   return verifySameElementType(*this, {getInput()});
 }
 

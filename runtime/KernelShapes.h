@@ -1,7 +1,9 @@
-// Shape rules the kernels of both backends share: each computes what the kernel walks with
-// and returns "" or the message the kernel fails with (naming its op).
+// What the kernels of both backends walk with, from the shape rules (tensor/Shapes): each
+// returns "" or the message the kernel fails with (naming its op).
 #ifndef MT_RUNTIME_KERNELSHAPES_H
 #define MT_RUNTIME_KERNELSHAPES_H
+
+#include "tensor/Shapes.h"
 
 #include <cstdint>
 #include <string>
@@ -16,10 +18,7 @@ constexpr int64_t kIgnoredTarget = -100;
 
 /// Row-major strides of `shape`.
 inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
+  return shapes::strides(shape);
 }
 
 /// Sets `strides` to those of row-major `shape` read as `target` (0 on broadcast axes) and
@@ -27,19 +26,13 @@ inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
 inline std::string broadcastStrides(const std::vector<int64_t> &shape,
                                     const std::vector<int64_t> &target,
                                     std::vector<int64_t> &strides) {
-  if (shape.size() > target.size())
-    return "cannot broadcast rank " + std::to_string(shape.size()) + " to rank " +
-           std::to_string(target.size());
+  if (std::string error = shapes::broadcastTo(shape, target); !error.empty())
+    return error;
   std::vector<int64_t> own = stridesOf(shape);
   strides.assign(target.size(), 0);
   size_t lead = target.size() - shape.size();
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == target[lead + d])
-      strides[lead + d] = shape[d] == 1 ? 0 : own[d];
-    else if (shape[d] != 1)
-      return "cannot broadcast axis " + std::to_string(d) + " of size " +
-             std::to_string(shape[d]) + " to " + std::to_string(target[lead + d]);
-  }
+  for (size_t d = 0; d < shape.size(); ++d)
+    strides[lead + d] = shape[d] == 1 ? 0 : own[d];
   return "";
 }
 
@@ -52,20 +45,16 @@ inline std::string stridedWindow(const std::vector<int64_t> &full,
                                  const std::vector<int64_t> &limits,
                                  const std::vector<int64_t> &steps, int64_t &base,
                                  std::vector<int64_t> &strides) {
-  size_t rank = full.size();
-  if (starts.size() != rank || limits.size() != rank || steps.size() != rank ||
-      window.size() != rank)
-    return "starts, limits, strides and both shapes must have one entry per axis";
+  shapes::Dims sliced;
+  if (std::string error = shapes::slice(full, starts, limits, steps, sliced); !error.empty())
+    return error;
+  if (sliced != window)
+    return "the slice of " + shapes::format(full) + " is " + shapes::format(sliced) + ", not " +
+           shapes::format(window);
   std::vector<int64_t> fullStrides = stridesOf(full);
-  strides.assign(rank, 0);
+  strides.assign(full.size(), 0);
   base = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > full[d] || steps[d] < 1 ||
-        window[d] != (limits[d] - starts[d] + steps[d] - 1) / steps[d])
-      return "the window of axis " + std::to_string(d) + " (" + std::to_string(starts[d]) +
-             ", " + std::to_string(limits[d]) + ", " + std::to_string(steps[d]) +
-             ") does not fit size " + std::to_string(full[d]) + " to give " +
-             std::to_string(window[d]);
+  for (size_t d = 0; d < full.size(); ++d) {
     base += starts[d] * fullStrides[d];
     strides[d] = steps[d] * fullStrides[d];
   }
@@ -86,24 +75,17 @@ inline std::string normRow(const std::vector<int64_t> &shape,
   return "";
 }
 
-/// Checks a concatenation of `shapes` along `axis` into `out`: each operand is the result's
-/// shape off the axis, and their axis sizes sum to the result's.
-inline std::string concatShapes(const std::vector<const std::vector<int64_t> *> &shapes,
+/// Checks a concatenation of `inputs` along `axis` into `out`.
+inline std::string concatShapes(const std::vector<const std::vector<int64_t> *> &inputs,
                                 const std::vector<int64_t> &out, int64_t axis) {
-  int64_t total = 0;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    std::vector<int64_t> expected = out;
-    const std::vector<int64_t> &shape = *shapes[i];
-    if (shape.size() == out.size())
-      expected[axis] = shape[axis];
-    if (shape != expected)
-      return "operand " + std::to_string(i) + " differs from the result off axis " +
-             std::to_string(axis);
-    total += shape[axis];
-  }
-  if (total != out[axis])
-    return "the operands' axis sizes sum to " + std::to_string(total) + ", not " +
-           std::to_string(out[axis]);
+  std::vector<shapes::DimsRef> dims;
+  for (const std::vector<int64_t> *shape : inputs)
+    dims.emplace_back(*shape);
+  shapes::Dims joined;
+  if (std::string error = shapes::concat(dims, axis, joined); !error.empty())
+    return error;
+  if (joined != out)
+    return "the operands concatenate to " + shapes::format(joined) + ", not " + shapes::format(out);
   return "";
 }
 
@@ -112,47 +94,44 @@ inline std::string concatShapes(const std::vector<const std::vector<int64_t> *> 
 inline std::string reductionShapes(const std::vector<int64_t> &shape,
                                    const std::vector<int64_t> &axes, std::vector<bool> &reduced,
                                    std::vector<int64_t> &kept, std::vector<int64_t> &dropped) {
+  if (std::string error = shapes::reduce(shape, axes, /*keepDims=*/true, kept); !error.empty())
+    return error;
+  shapes::reduce(shape, axes, /*keepDims=*/false, dropped);
   reduced.assign(shape.size(), false);
-  kept = shape;
-  dropped.clear();
-  for (int64_t axis : axes) {
-    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
-      return "axis " + std::to_string(axis) + " is out of range for rank " +
-             std::to_string(shape.size());
+  for (int64_t axis : axes)
     reduced[axis] = true;
-    kept[axis] = 1;
-  }
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (!reduced[d])
-      dropped.push_back(shape[d]);
   return "";
 }
 
-/// The extents of attention over query [B, Hq, Tq, D], key [B, Hkv, Tk, D] and value
-/// [B, Hkv, Tk, Dv], with grouped-query heads (Hkv divides Hq).
-struct AttentionExtents {
-  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
-};
+/// Checks that `gathered` is `full` with axis `axis` replaced by `indices` (the layout of
+/// gather's result and of scatter_add's operand).
+inline std::string gatheredShape(const std::vector<int64_t> &full,
+                                 const std::vector<int64_t> &indices,
+                                 const std::vector<int64_t> &gathered, int64_t axis) {
+  shapes::Dims expected;
+  if (std::string error = shapes::gather(full, indices, axis, expected); !error.empty())
+    return error;
+  if (gathered != expected)
+    return "the gathered shape " + shapes::format(gathered) + " is not " +
+           shapes::format(expected) + ", the input's with axis " + std::to_string(axis) +
+           " replaced by the indices' shape";
+  return "";
+}
+
+using AttentionExtents = shapes::AttentionExtents;
+
+/// The extents of attention over query, key and value (see shapes::attention).
 inline std::string attentionExtents(const std::vector<int64_t> &q, const std::vector<int64_t> &k,
                                     const std::vector<int64_t> &v, AttentionExtents &a) {
-  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
-    return "query, key and value must have rank 4";
-  a = {q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
-  if (k[0] != a.batch || v[0] != a.batch || v[1] != a.kvHeads || v[2] != a.keys ||
-      k[3] != a.depth)
-    return "key or value does not match the query's batch and depth";
-  if (a.kvHeads == 0 || a.queryHeads % a.kvHeads != 0)
-    return std::to_string(a.kvHeads) + " key/value heads do not divide " +
-           std::to_string(a.queryHeads) + " query heads";
-  return "";
+  return shapes::attention(q, k, v, /*causal=*/false, a);
 }
 
 /// Why `lengths` (shape `shape`, host values, or null when they lie on the device) are not key
 /// lengths of attention `a`: one per sequence, each within [0, keys]; empty if they are.
 inline std::string keyLengthsError(const std::vector<int64_t> &shape, const AttentionExtents &a,
                                    const int64_t *lengths) {
-  if (shape != std::vector<int64_t>{a.batch})
-    return "key_lengths must be one per sequence, [" + std::to_string(a.batch) + "]";
+  if (std::string error = shapes::keyLengths(shape, a.batch); !error.empty())
+    return error;
   for (int64_t b = 0; lengths && b < a.batch; ++b)
     if (lengths[b] < 0 || lengths[b] > a.keys)
       return "key length " + std::to_string(lengths[b]) + " of sequence " + std::to_string(b) +

@@ -123,19 +123,14 @@ void expand(const Args<T> &args) {
 /// `axis`, the other side [outer, indices..., inner]. Returns {outer, length, inner} after
 /// checking the indices, which may count from the back as in ONNX Gather.
 template <typename T>
-std::array<int64_t, 3> indexedLayout(const Args<T> &args, size_t indicesOperand,
-                                     const Shape &full, const Shape &gathered,
-                                     std::vector<int64_t> &indices) {
-  const Shape &indexShape = args.in(indicesOperand).shape;
-  int64_t axis = args.axis("axis", full.size());
+std::array<int64_t, 3> indexedLayout(const Args<T> &args, size_t indicesOperand, const Shape &full,
+                                     const Shape &gathered, std::vector<int64_t> &indices) {
   if (full.empty())
     args.fail("the indexed tensor must have rank 1 or more");
-  Shape expected(full.begin(), full.begin() + axis);
-  expected.insert(expected.end(), indexShape.begin(), indexShape.end());
-  expected.insert(expected.end(), full.begin() + axis + 1, full.end());
-  if (gathered != expected)
-    args.fail("the gathered shape is not the input's with axis " + std::to_string(axis) +
-              " replaced by the indices' shape");
+  int64_t axis = args.axis("axis", full.size());
+  if (std::string error = gatheredShape(full, args.in(indicesOperand).shape, gathered, axis);
+      !error.empty())
+    args.fail(error);
   int64_t length = full[axis];
   indices = args.ints(indicesOperand);
   for (size_t j = 0; j < indices.size(); ++j) {

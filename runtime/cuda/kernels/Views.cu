@@ -286,15 +286,11 @@ struct Indexed {
 Indexed indexedLayout(const KernelArgs &args, size_t indicesOperand, const Shape &full,
                       const Shape &gathered) {
   const Shape &indexShape = args.in(indicesOperand).shape;
-  int64_t axis = args.axis("axis", full.size());
   if (full.empty())
     args.fail("the indexed tensor must have rank 1 or more");
-  Shape expected(full.begin(), full.begin() + axis);
-  expected.insert(expected.end(), indexShape.begin(), indexShape.end());
-  expected.insert(expected.end(), full.begin() + axis + 1, full.end());
-  if (gathered != expected)
-    args.fail("the gathered shape is not the input's with axis " + std::to_string(axis) +
-              " replaced by the indices' shape");
+  int64_t axis = args.axis("axis", full.size());
+  if (std::string error = gatheredShape(full, indexShape, gathered, axis); !error.empty())
+    args.fail(error);
   args.integer(indicesOperand);
   return {product(full, 0, axis), full[axis], product(full, axis + 1, full.size()),
           product(indexShape)};

@@ -1,0 +1,197 @@
+// The shape rules of mt's ops.
+#include "tensor/Shapes.h"
+
+#include <algorithm>
+
+namespace mt::shapes {
+
+std::string format(DimsRef dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+int64_t elements(DimsRef shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+Dims strides(DimsRef shape) {
+  Dims strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+std::string broadcast(DimsRef lhs, DimsRef rhs, Dims &result) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  result.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
+    int64_t b = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
+    if (a != b && a != 1 && b != 1)
+      return "shapes " + format(lhs) + " and " + format(rhs) + " do not broadcast";
+    result[i] = a == 1 ? b : a;
+  }
+  return "";
+}
+
+bool broadcastsTo(DimsRef input, DimsRef target) {
+  if (input.size() > target.size())
+    return false;
+  size_t lead = target.size() - input.size();
+  for (size_t i = 0; i < input.size(); ++i)
+    if (input[i] != 1 && input[i] != target[lead + i])
+      return false;
+  return true;
+}
+
+std::string broadcastTo(DimsRef input, DimsRef target) {
+  return broadcastsTo(input, target)
+             ? ""
+             : "cannot broadcast " + format(input) + " to " + format(target);
+}
+
+std::string matmul(DimsRef lhs, DimsRef rhs, bool transposeLhs, bool transposeRhs, Dims &result) {
+  if (lhs.size() < 2 || rhs.size() < 2)
+    return "matmul operands need rank 2 or more, got " + format(lhs) + " and " + format(rhs);
+  int64_t m = lhs[lhs.size() - (transposeLhs ? 1 : 2)];
+  int64_t k = lhs[lhs.size() - (transposeLhs ? 2 : 1)];
+  int64_t k2 = rhs[rhs.size() - (transposeRhs ? 1 : 2)];
+  int64_t n = rhs[rhs.size() - (transposeRhs ? 2 : 1)];
+  if (k != k2)
+    return "matmul contraction sizes differ: " + format(lhs) + (transposeLhs ? "^T" : "") + " @ " +
+           format(rhs) + (transposeRhs ? "^T" : "");
+  std::string error =
+      broadcast(DimsRef(lhs.begin(), lhs.size() - 2), DimsRef(rhs.begin(), rhs.size() - 2), result);
+  if (!error.empty())
+    return error;
+  result.push_back(m);
+  result.push_back(n);
+  return "";
+}
+
+std::string linear(DimsRef input, DimsRef weight, const DimsRef *bias, bool transposeWeight,
+                   Dims &result) {
+  if (input.empty() || weight.size() != 2)
+    return "linear needs an input of rank 1 or more and a weight of rank 2, got " + format(input) +
+           " and " + format(weight);
+  int64_t k = weight[transposeWeight ? 1 : 0];
+  int64_t n = weight[transposeWeight ? 0 : 1];
+  if (input.back() != k)
+    return "linear input " + format(input) + " does not match weight " + format(weight) +
+           (transposeWeight ? " (transposed)" : "");
+  if (bias && (bias->size() != 1 || (*bias)[0] != n))
+    return "linear bias " + format(*bias) + " must be [" + std::to_string(n) + "]";
+  result = input.vector();
+  result.back() = n;
+  return "";
+}
+
+std::string reduce(DimsRef input, DimsRef axes, bool keepDims, Dims &result) {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(input.size()) ||
+        (i > 0 && axes[i] <= axes[i - 1]))
+      return "reduction axes " + format(axes) + " must be ascending, unique and within rank " +
+             std::to_string(input.size());
+  result.clear();
+  for (int64_t d = 0, e = input.size(); d < e; ++d) {
+    if (std::find(axes.begin(), axes.end(), d) == axes.end())
+      result.push_back(input[d]);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  return "";
+}
+
+std::string transpose(DimsRef input, DimsRef permutation, Dims &result) {
+  std::vector<bool> seen(input.size(), false);
+  bool valid = permutation.size() == input.size();
+  for (int64_t p : permutation) {
+    if (!valid || p < 0 || p >= static_cast<int64_t>(input.size()) || seen[p]) {
+      valid = false;
+      break;
+    }
+    seen[p] = true;
+  }
+  if (!valid)
+    return "permutation " + format(permutation) + " is not a permutation of " +
+           std::to_string(input.size()) + " axes";
+  result.clear();
+  for (int64_t p : permutation)
+    result.push_back(input[p]);
+  return "";
+}
+
+std::string slice(DimsRef input, DimsRef starts, DimsRef limits, DimsRef strides, Dims &result) {
+  if (starts.size() != input.size() || limits.size() != input.size() ||
+      strides.size() != input.size())
+    return "slice needs one start, limit and stride per axis of " + format(input);
+  result.clear();
+  for (size_t d = 0; d < input.size(); ++d) {
+    if (strides[d] < 1 || starts[d] < 0 || starts[d] > limits[d] || limits[d] > input[d])
+      return "slice of axis " + std::to_string(d) + " (size " + std::to_string(input[d]) +
+             ") from " + std::to_string(starts[d]) + " to " + std::to_string(limits[d]) + " by " +
+             std::to_string(strides[d]) + " is out of range";
+    result.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+  }
+  return "";
+}
+
+std::string concat(const std::vector<DimsRef> &inputs, int64_t axis, Dims &result) {
+  if (inputs.empty())
+    return "concat needs at least one input";
+  result = inputs.front().vector();
+  if (axis < 0 || axis >= static_cast<int64_t>(result.size()))
+    return "concat axis " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(result.size());
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    DimsRef shape = inputs[i];
+    bool same = shape.size() == result.size();
+    for (size_t d = 0; same && d < shape.size(); ++d)
+      same = static_cast<int64_t>(d) == axis || shape[d] == result[d];
+    if (!same)
+      return "concat inputs " + format(inputs.front()) + " and " + format(shape) +
+             " differ off axis " + std::to_string(axis);
+    result[axis] += shape[axis];
+  }
+  return "";
+}
+
+std::string gather(DimsRef input, DimsRef indices, int64_t axis, Dims &result) {
+  if (axis < 0 || axis >= static_cast<int64_t>(input.size()))
+    return "gather axis " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(input.size());
+  result.assign(input.begin(), input.begin() + axis);
+  result.insert(result.end(), indices.begin(), indices.end());
+  result.insert(result.end(), input.begin() + axis + 1, input.end());
+  return "";
+}
+
+std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal,
+                      AttentionExtents &extents) {
+  if (query.size() != 4 || key.size() != 4 || value.size() != 4)
+    return "attention operands must be [batch, heads, sequence, head size], got " + format(query) +
+           ", " + format(key) + ", " + format(value);
+  if (key[0] != query[0] || value[0] != query[0] || key[1] != value[1] || key[2] != value[2] ||
+      key[3] != query[3] || key[1] == 0 || query[1] % key[1] != 0)
+    return "attention query " + format(query) + ", key " + format(key) + " and value " +
+           format(value) + " disagree (key/value heads must divide query heads)";
+  if (causal && query[2] != key[2])
+    return "causal attention needs as many queries as keys, got " + std::to_string(query[2]) +
+           " and " + std::to_string(key[2]);
+  extents = {query[0], query[1], key[1], query[2], key[2], query[3], value[3]};
+  return "";
+}
+
+std::string keyLengths(DimsRef lengths, int64_t batch) {
+  if (lengths.size() == 1 && lengths[0] == batch)
+    return "";
+  return "key_lengths " + format(lengths) + " should be one per sequence, [" +
+         std::to_string(batch) + "]";
+}
+
+} // namespace mt::shapes

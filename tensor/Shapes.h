@@ -1,0 +1,79 @@
+// The shape rules of mt's ops in plain C++, below everything that uses them: the op verifiers
+// and the ONNX frontend (through ir/ShapeRules) and both backends' kernels (through
+// runtime/KernelShapes) check shapes with these, so that a rule is written once. Each rule
+// returns "" and its result, or why the shapes do not fit (the caller names the op).
+#ifndef MT_TENSOR_SHAPES_H
+#define MT_TENSOR_SHAPES_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mt::shapes {
+
+using Dims = std::vector<int64_t>;
+
+/// Read-only dimensions (a shape, axes, a permutation) from any contiguous int64s with
+/// data() and size(): std::vector, llvm::ArrayRef, llvm::SmallVector.
+class DimsRef {
+public:
+  DimsRef() = default;
+  DimsRef(const int64_t *data, size_t size) : first(data), count(size) {}
+  template <typename Container, typename = decltype(static_cast<const int64_t *>(
+                                    std::declval<const Container &>().data()))>
+  DimsRef(const Container &dims) : first(dims.data()), count(dims.size()) {}
+
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  const int64_t *begin() const { return first; }
+  const int64_t *end() const { return first + count; }
+  int64_t operator[](size_t i) const { return first[i]; }
+  int64_t back() const { return first[count - 1]; }
+  Dims vector() const { return Dims(begin(), end()); }
+
+private:
+  const int64_t *first = nullptr;
+  size_t count = 0;
+};
+
+/// "[2, 16, 32]", for messages.
+std::string format(DimsRef dims);
+int64_t elements(DimsRef shape);
+/// Row-major strides of `shape`.
+Dims strides(DimsRef shape);
+
+/// Numpy broadcasting of two shapes.
+std::string broadcast(DimsRef lhs, DimsRef rhs, Dims &result);
+/// Whether `input` broadcasts to `target` without changing it; broadcastTo says why not.
+bool broadcastsTo(DimsRef input, DimsRef target);
+std::string broadcastTo(DimsRef input, DimsRef target);
+/// Batched matrix product; each flag transposes its operand's last two axes.
+std::string matmul(DimsRef lhs, DimsRef rhs, bool transposeLhs, bool transposeRhs, Dims &result);
+/// input [..., K] times weight [K, N] (or [N, K] when transposed), bias [N] (null: none).
+std::string linear(DimsRef input, DimsRef weight, const DimsRef *bias, bool transposeWeight,
+                   Dims &result);
+/// Axes must be in range, ascending and unique; keepDims leaves them as 1.
+std::string reduce(DimsRef input, DimsRef axes, bool keepDims, Dims &result);
+std::string transpose(DimsRef input, DimsRef permutation, Dims &result);
+/// Every `strides[d]`-th element of axis d from starts[d] up to limits[d].
+std::string slice(DimsRef input, DimsRef starts, DimsRef limits, DimsRef strides, Dims &result);
+std::string concat(const std::vector<DimsRef> &inputs, int64_t axis, Dims &result);
+/// The input with axis `axis` replaced by the indices' shape.
+std::string gather(DimsRef input, DimsRef indices, int64_t axis, Dims &result);
+
+/// The extents of attention over query [B, Hq, Tq, D], key [B, Hkv, Tk, D] and value
+/// [B, Hkv, Tk, Dv], with grouped-query heads (Hkv divides Hq); its result is
+/// [B, Hq, Tq, Dv]. Causal attention needs Tq = Tk.
+struct AttentionExtents {
+  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
+};
+std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal,
+                      AttentionExtents &extents);
+/// Attention's key lengths: one per sequence of a batch of `batch`.
+std::string keyLengths(DimsRef lengths, int64_t batch);
+
+} // namespace mt::shapes
+
+#endif // MT_TENSOR_SHAPES_H
