@@ -148,6 +148,49 @@ part nonfinite-llama bash -c "$run $plans/llama.mtp --data $plans/llama.tokens -
   cmp $out/nf-poisoned.safetensors $out/nf-after.safetensors && \
   { $run $plans/llama.mtp --data $plans/llama.tokens --steps 3 --weights \
   $out/nf-poisoned.safetensors; test \$? -eq 3; }"
+# Faults on the GPU (MT_INJECT_FAULT, runtime/cuda/FaultInjection): a kernel that traps in
+# step 4 of a run checkpointed every step ends it nonzero with an error naming the step and
+# the failed call, and leaves the checkpoint of step 3 whole: resumed, the run ends with the
+# uninterrupted run's weights and losses bit for bit. A failed registration of pinned memory
+# names what was pinned and leaves the checkpoints as they were. A device whose memory another
+# process holds refuses the plan (1.95 GiB) with the numbers before allocating any of it.
+fault_step() {
+  local plan=$1 data=$2 dir=$out/fault-step
+  rm -rf "$dir" && mkdir -p "$dir" &&
+    $run "$plan" --data "$data" --steps 8 --metrics "$dir/full.jsonl" \
+      --save-weights "$dir/full.safetensors" || return 1
+  MT_INJECT_FAULT=step:4 $run "$plan" --data "$data" --steps 8 --checkpoint-dir "$dir/ck" \
+    --checkpoint-every 1 --metrics "$dir/part.jsonl" 2>"$dir/error.txt"
+  local rc=$?
+  cat "$dir/error.txt"
+  [ $rc -ne 0 ] && grep -q "mt-run: step 4: .*failed at .*: unspecified launch failure" \
+    "$dir/error.txt" && ls "$dir/ck" && [ -d "$dir/ck/step-00000003" ] &&
+    [ ! -d "$dir/ck/step-00000004" ] || return 1
+  (cd "$dir/ck" && sha256sum step-00000003/*) >"$dir/before.txt" &&
+    MT_INJECT_FAULT=pin $run "$plan" --data "$data" --steps 8 --resume "$dir/ck" \
+      --checkpoint-dir "$dir/ck" 2>"$dir/pin.txt"
+  rc=$?
+  cat "$dir/pin.txt"
+  [ $rc -ne 0 ] && grep -q "pinning the host state for the device failed after 0.0 of .* MiB: cudaHostRegister of" \
+    "$dir/pin.txt" && (cd "$dir/ck" && sha256sum -c --quiet "$dir/before.txt") || return 1
+  $run "$plan" --data "$data" --steps 8 --resume "$dir/ck" --metrics "$dir/part.jsonl" \
+    --save-weights "$dir/part.safetensors" &&
+    cmp "$dir/full.safetensors" "$dir/part.safetensors" &&
+    diff <(sed 's/,"ms".*//' "$dir/full.jsonl") <(sed 's/,"ms".*//' "$dir/part.jsonl") &&
+    echo "a trap in step 4: named, checkpoint 3 whole, resumed to the uninterrupted bits"
+}
+part fault-step-llama fault_step $plans/llama.mtp $plans/llama.tokens
+part fault-device-memory python3 -c "
+import subprocess, torch
+free, total = torch.cuda.mem_get_info()
+held = torch.empty(free - (1536 << 20), dtype=torch.uint8, device='cuda')
+r = subprocess.run(['$run', '$plans/bench-1b.mtp', '--init', 'random', '--data',
+                    '$plans/bench-1b.tokens', '--steps', '1', '--backend=cuda'],
+                   capture_output=True, text=True)
+print(r.returncode, r.stderr)
+assert r.returncode != 0 and 'GiB of device memory' in r.stderr and 'GiB free of' in r.stderr
+"
+
 # A checkpoint of the 3.82B benchmark model (h3072, 32 layers, 45.8 GB of masters and
 # moments): its time and size, and a resume's read and check.
 if [[ -f $plans/bench-3.8b.mtp ]]; then

@@ -5,6 +5,7 @@
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/DeviceChecks.h"
 #include "runtime/cuda/Executor.h"
+#include "runtime/cuda/FaultInjection.h"
 #include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/NcclCommunicator.h"
 #include "runtime/parallel/DataParallel.h"
@@ -60,6 +61,8 @@ public:
   }
 
   double run(const TokenInputs &inputs, int64_t step, int64_t) override {
+    if (step == cuda::injectedFaultStep())
+      cuda::launchTrap(nullptr); // the legacy stream: every stream of the executor then fails
     last = executor->run(inputs);
     used = std::max(used, baselineFree - freeDeviceBytes());
     losses[step & 1] = last.loss;
@@ -253,6 +256,13 @@ BackendKind cudaBackend() {
   kind.make = [](const plan::Plan &plan, HostState &state,
                  const BackendSettings &settings) -> std::unique_ptr<StepBackend> {
     return std::make_unique<DeviceBackend>(plan, state, settings);
+  };
+  kind.admit = [](const plan::Plan &plan) {
+    MT_CUDA_CHECK(cudaFree(nullptr)); // the context first: what is free is what the plan gets
+    int64_t reserve = plan.scratch_bytes() + plan.blas_workspace_bytes();
+    cuda::checkDeviceMemory(plan.arena_bytes() + reserve + plan.input_bytes() +
+                                plan.constant_bytes(),
+                            plan.arena_bytes(), reserve);
   };
   kind.calibrate = cuda::calibrateDevice;
   kind.check = [](const plan::Plan &plan, HostState &state, const TokenInputs &inputs,

@@ -11,6 +11,7 @@
 #include "runtime/cuda/kernels/KernelArgs.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -93,6 +94,23 @@ Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions opt
   }
 }
 
+void checkDeviceMemory(int64_t needed, int64_t arena, int64_t reserve) {
+  size_t freeBytes = 0, totalBytes = 0;
+  MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  if (needed <= static_cast<int64_t>(freeBytes))
+    return;
+  char numbers[256];
+  std::snprintf(numbers, sizeof numbers,
+                "the plan needs %.2f GiB of device memory (arena %.2f GiB, kernel scratch and "
+                "cuBLASLt workspace %.2f GiB, constants and inputs %.2f GiB) but the device has "
+                "%.2f GiB free of %.2f GiB",
+                needed / 1073741824.0, arena / 1073741824.0, reserve / 1073741824.0,
+                (needed - arena - reserve) / 1073741824.0, freeBytes / 1073741824.0,
+                totalBytes / 1073741824.0);
+  throw CudaError(std::string(numbers) +
+                  "; compile the plan for what is free (mtc --device-memory)");
+}
+
 void Executor::build() {
   const plan::Program &stepProgram = plan.step();
   if (stepProgram.commands_size() == 0 || stepProgram.commands(0).stream().empty())
@@ -159,14 +177,9 @@ void Executor::build() {
   if (plan.blas_workspace_bytes() <= 0)
     throw CudaError("the plan reserves no device memory beside its arena; recompile it with "
                     "this mtc");
-  size_t freeBytes = 0, totalBytes = 0;
-  MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
-  int64_t needed = arenaBytes + static_cast<int64_t>(constants.size()) + inputBytes +
-                   plan.scratch_bytes() + plan.blas_workspace_bytes();
-  if (needed > static_cast<int64_t>(freeBytes))
-    throw CudaError("the plan needs " + std::to_string(needed) + " bytes of device memory (arena " +
-                    std::to_string(arenaBytes) + ") but the device has " +
-                    std::to_string(freeBytes) + " free; compile with --device-memory");
+  checkDeviceMemory(arenaBytes + static_cast<int64_t>(constants.size()) + inputBytes +
+                        plan.scratch_bytes() + plan.blas_workspace_bytes(),
+                    arenaBytes, plan.scratch_bytes() + plan.blas_workspace_bytes());
 
   blas = std::make_unique<CublasLt>(plan.blas_workspace_bytes());
   deviceMemory.blasWorkspace = plan.blas_workspace_bytes();

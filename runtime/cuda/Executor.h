@@ -60,6 +60,10 @@ struct DeviceMemory {
   int64_t total() const { return arena + scratch + blasWorkspace + constants + inputs; }
 };
 
+/// Throws, with the numbers, when `needed` bytes of device memory (of which `arena`, and
+/// `reserve` for kernel scratch and the cuBLASLt workspace) are more than the device has free.
+void checkDeviceMemory(int64_t needed, int64_t arena, int64_t reserve);
+
 class Executor {
 public:
   /// `state` must have bf16 stream copies (HostState(plan, true)) and outlive the executor.

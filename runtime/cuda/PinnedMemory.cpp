@@ -2,24 +2,43 @@
 #include "runtime/cuda/PinnedMemory.h"
 
 #include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/FaultInjection.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 namespace mt::cuda {
 
 PinnedMemory::PinnedMemory(const std::vector<Region> &regions, size_t chunkBytes) {
+  size_t total = 0, pinned = 0;
+  for (const Region &region : regions)
+    total += region.bytes;
   try {
     for (const Region &region : regions)
       for (size_t offset = 0; offset < region.bytes; offset += chunkBytes) {
         Chunk chunk{static_cast<char *>(region.begin) + offset,
                     std::min(chunkBytes, region.bytes - offset)};
-        MT_CUDA_CHECK(cudaHostRegister(chunk.begin, chunk.bytes, cudaHostRegisterDefault));
+        cudaError_t status = injectedPinFault() ? cudaErrorMemoryAllocation
+                                                : cudaHostRegister(chunk.begin, chunk.bytes,
+                                                                   cudaHostRegisterDefault);
+        check(status, ("cudaHostRegister of " + std::to_string(chunk.bytes) + " bytes").c_str(),
+              __FILE__, __LINE__);
         registered.push_back(chunk);
+        pinned += chunk.bytes;
       }
   } catch (...) {
     for (const Chunk &chunk : registered)
       cudaHostUnregister(chunk.begin);
-    throw;
+    try {
+      throw;
+    } catch (const CudaError &error) {
+      char pinnedSoFar[96];
+      std::snprintf(pinnedSoFar, sizeof pinnedSoFar, "%.1f of %.1f MiB", pinned / 1048576.0,
+                    total / 1048576.0);
+      throw CudaError(std::string("pinning the host state for the device failed after ") +
+                      pinnedSoFar + ": " + error.what());
+    }
   }
   std::sort(registered.begin(), registered.end(),
             [](const Chunk &a, const Chunk &b) { return a.begin < b.begin; });

@@ -102,6 +102,10 @@ struct BackendKind {
   std::string unavailable;
   /// Whether the host state keeps bf16 streaming copies of the masters for it.
   bool streamCopies = false;
+  /// Optional: refuses, before any memory is taken for it, a plan this machine cannot run
+  /// (the CUDA backend: the plan's peak device memory against what the device has free),
+  /// with the numbers.
+  std::function<void(const plan::Plan &)> admit;
   std::function<std::unique_ptr<StepBackend>(const plan::Plan &, HostState &,
                                              const BackendSettings &)>
       make;

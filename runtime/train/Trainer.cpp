@@ -240,7 +240,12 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     if (backend)
       backend->abandon();
     updates.reset();
-    throw;
+    // The error names the step it stopped (the last checkpoint is that of an earlier one).
+    try {
+      throw;
+    } catch (const std::exception &error) {
+      throw std::runtime_error("step " + std::to_string(currentStep.load()) + ": " + error.what());
+    }
   }
   if (ranks) // every rank holds the same gathered weights
     ranks->copyMasters(state);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,8 @@ public:
 
   double run(const mt::TokenInputs &inputs, int64_t step, int64_t) override {
     ++runs;
+    if (failAt == step)
+      throw std::runtime_error("the device is lost");
     if (stopAt == step)
       *stop = SIGTERM; // as a signal would, while the step runs
     double mean = 0;
@@ -105,6 +108,7 @@ public:
   int64_t runs = 0;
   int64_t nanAt = -1;  // the step whose gradient of w1 holds a NaN
   int64_t stopAt = -1; // the step during which `stop` is set
+  int64_t failAt = -1; // the step whose run throws
   volatile std::sig_atomic_t *stop = nullptr;
 
 private:
@@ -153,7 +157,8 @@ struct Run {
 /// Trains `plan` from a fixed start to step `settings.steps`, from `resumeFrom` when given.
 Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlapping,
           mt::TrainerSettings settings, const std::string &metrics = "",
-          const std::string &resumeFrom = "", int64_t nanAt = -1, int64_t stopAt = -1) {
+          const std::string &resumeFrom = "", int64_t nanAt = -1, int64_t stopAt = -1,
+          int64_t failAt = -1) {
   mt::HostState state(plan, /*streamCopy=*/false);
   state.initializeRandomly(7);
   mt::TokenData data(tokens, "u16");
@@ -168,6 +173,7 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   ModelBackend backend(state, overlapping);
   backend.nanAt = nanAt;
   backend.stopAt = stopAt;
+  backend.failAt = failAt;
   volatile std::sig_atomic_t stop = 0;
   backend.stop = &stop;
   mt::Trainer trainer(plan, state, &backend, nullptr, data, inputs, decays, log, settings);
@@ -264,6 +270,28 @@ int main(int argc, char **argv) {
   check(mt::findCheckpoint(dir + "/stops").find("step-00000003") != std::string::npos,
         "the stop's checkpoint");
   std::printf("a stop: the step running finishes and is checkpointed\n");
+
+  // A backend that fails during step 3: the error names the step, the checkpoint of step 2
+  // is whole, and a run resumed from it ends with the uninterrupted run's bits.
+  mt::CheckpointWriter failing(dir + "/failing", 2);
+  mt::TrainerSettings everyStep = checkpointed;
+  everyStep.checkpoints = &failing;
+  everyStep.checkpointEvery = 1;
+  std::string failure;
+  try {
+    train(plan, tokens, true, everyStep, "", "", -1, -1, /*failAt=*/3);
+  } catch (const std::exception &error) {
+    failure = error.what();
+  }
+  check(failure == "step 3: the device is lost", "the failure: " + failure);
+  std::string lastWhole = mt::findCheckpoint(dir + "/failing");
+  check(lastWhole.find("step-00000002") != std::string::npos, "the last checkpoint " + lastWhole);
+  mt::TrainerSettings rest = settings;
+  rest.planHash = "test-plan";
+  Run recovered = train(plan, tokens, true, rest, "", lastWhole);
+  check(recovered.runs == 4 && same(recovered.bits, after.bits),
+        "a run resumed after the failure gives other bits");
+  std::printf("a failed step: named, the last checkpoint whole, resumed to the same bits\n");
 
   // The registry: the host backend registers itself; an unknown one is named.
   check(mt::findBackend("host").name == "host", "the host backend");

@@ -149,6 +149,9 @@ int train(const Options &options) {
   for (const WeightsMap::Source &source : sources)
     decayCenters.push_back(static_cast<float>(source.offset));
   const std::vector<WeightDecay> decays = weightDecays(plan, adamw, decayCenters);
+  // A plan the backend's machine cannot hold is refused before any memory is taken.
+  if (kind.admit)
+    kind.admit(plan);
   // Checkpoints name the plan by its bytes' hash; their folder is checked before any work.
   TrainerSettings settings;
   if (!options.checkpointDir.empty() || !options.resume.empty())
