@@ -12,9 +12,14 @@ ThreadRanks::ThreadRanks(const plan::Plan &plan, const HostState &start, int cou
     : executor(plan), group(count), gradients(count) {
   for (int r = 0; r < count; ++r) {
     states.push_back(std::make_unique<HostState>(plan, /*streamCopy=*/false, r, count));
-    for (size_t p = 0; p < start.parameters.size(); ++p)
-      std::copy(start.parameters[p].master, start.parameters[p].master + start.parameters[p].count,
-                states[r]->parameters[p].master);
+    for (size_t p = 0; p < start.parameters.size(); ++p) {
+      const ParameterState &from = start.parameters[p];
+      ParameterState &to = states[r]->parameters[p];
+      std::copy(from.master, from.master + from.count, to.master);
+      std::copy(from.firstMoment + to.owned.begin, from.firstMoment + to.owned.end, to.firstMoment);
+      std::copy(from.secondMoment + to.owned.begin, from.secondMoment + to.owned.end,
+                to.secondMoment);
+    }
     auto backward = [this, r](const DataParallelRank::Inputs &inputs, std::vector<float *> &out) {
       std::vector<const float *> current;
       for (const ParameterState &parameter : states[r]->parameters)
@@ -53,6 +58,19 @@ DataParallelRank::Result ThreadRanks::step(const std::vector<DataParallelRank::I
   if (failed >= 0)
     std::rethrow_exception(errors[failed]);
   return results[0];
+}
+
+void ThreadRanks::gatherInto(HostState &state) const {
+  copyMasters(state);
+  for (const std::unique_ptr<HostState> &rank : states)
+    for (size_t p = 0; p < state.parameters.size(); ++p) {
+      const ParameterState &from = rank->parameters[p];
+      ParameterState &to = state.parameters[p];
+      std::copy(from.firstMoment, from.firstMoment + from.owned.size(),
+                to.firstMoment + from.owned.begin);
+      std::copy(from.secondMoment, from.secondMoment + from.owned.size(),
+                to.secondMoment + from.owned.begin);
+    }
 }
 
 void ThreadRanks::copyMasters(HostState &state) const {

@@ -15,7 +15,8 @@ namespace mt {
 
 class ThreadRanks {
 public:
-  /// Every rank starts from `start`'s masters.
+  /// Every rank starts from `start`'s masters and takes its shards of `start`'s moments
+  /// (zero for a new run, a checkpoint's when resumed).
   ThreadRanks(const plan::Plan &plan, const HostState &start, int ranks);
 
   int size() const { return static_cast<int>(ranks.size()); }
@@ -26,6 +27,10 @@ public:
                                 double lr, const std::vector<WeightDecay> &decays);
   /// Copies the gathered weights (the same on every rank) into `state`'s masters.
   void copyMasters(HostState &state) const;
+  /// Copies the masters and every rank's shards of the moments into `state` (whole): the
+  /// state one rank would hold, which a checkpoint writes, so that a checkpoint does not
+  /// depend on the ranks that wrote it.
+  void gatherInto(HostState &state) const;
   /// Rank 0's host state.
   int64_t rankBytes() const { return states.front()->bytes(); }
 

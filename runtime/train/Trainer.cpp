@@ -131,6 +131,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   // A checkpoint after `step`, whose updates are all done.
   auto writeCheckpoint = [&](int64_t step) {
     auto begin = std::chrono::steady_clock::now();
+    if (ranks) // one rank's whole state, whatever the ranks that resume it
+      ranks->gatherInto(state);
     std::string path = settings.checkpoints->write(
         state, {step, data.position(), data.size(), settings.planHash, skippedSteps});
     std::printf("checkpoint | step %lld | %s | %.1f MiB in %.2f s\n", static_cast<long long>(step),

@@ -238,10 +238,9 @@ Options parseOptions(int argc, char **argv) {
                              "give one of them");
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     throw std::runtime_error("--checkpoint-every needs --checkpoint-dir");
-  if ((!options.checkpointDir.empty() || !options.resume.empty()) &&
-      (options.ranks > 1 || options.processes > 0))
+  if ((!options.checkpointDir.empty() || !options.resume.empty()) && options.processes > 0)
     throw std::runtime_error("checkpoints and --resume hold one process's whole state; they do "
-                             "not run with --ranks or --nproc-per-node yet");
+                             "not run with --nproc-per-node yet");
   if (!options.resume.empty() && (!options.weights.empty() || options.init == "random"))
     throw std::runtime_error("--resume takes the weights from the checkpoint; it excludes "
                              "--weights and --init=random");
