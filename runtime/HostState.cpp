@@ -19,6 +19,14 @@ namespace mt {
 
 namespace {
 
+/// SplitMix64's finalizer: well-mixed seeds for the draw chunks' generators.
+uint64_t splitMix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 constexpr int64_t kPage = 4096;
 
 /// The memory the kernel says a new allocation can take without swapping (MemAvailable), or
@@ -97,7 +105,6 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
       throw std::runtime_error("cannot allocate " + std::to_string(pages) +
                                " bytes of host state for layer " +
                                std::to_string(layers[order[first]]));
-    std::memset(block, 0, bytes);
     storage.emplace_back(block);
     blocks.push_back({layers[order[first]], block, bytes});
     float *master = reinterpret_cast<float *>(block);
@@ -115,6 +122,14 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     }
     first = last;
   }
+  // Zeroed on every core: the first touch of each page (the kernel's work) runs in parallel.
+  constexpr int64_t kPiece = 64 << 20;
+  std::vector<std::pair<char *, int64_t>> pieces;
+  for (const LayerBlock &block : blocks)
+    for (int64_t at = 0; at < block.bytes; at += kPiece)
+      pieces.emplace_back(block.begin + at, std::min(kPiece, block.bytes - at));
+  runParallel(static_cast<int64_t>(pieces.size()),
+              [&](int64_t i) { std::memset(pieces[i].first, 0, pieces[i].second); });
 }
 
 void HostState::Free::operator()(char *block) const { std::free(block); }
@@ -155,20 +170,30 @@ void HostState::loadInitialWeights(const std::string &planDir) {
 }
 
 void HostState::initializeRandomly(uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  for (int p = 0; p < plan.parameters_size(); ++p) {
+  // Each run of kDrawChunk elements of a parameter draws from its own generator, seeded by
+  // (seed, parameter, chunk): the same weights on any number of cores and on every rank,
+  // each rank drawing only the chunks it holds.
+  constexpr int64_t kDrawChunk = 1 << 20;
+  std::vector<std::pair<int, int64_t>> chunks;
+  for (int p = 0; p < plan.parameters_size(); ++p)
+    for (int64_t c = parameters[p].held.begin / kDrawChunk; c * kDrawChunk < parameters[p].held.end;
+         ++c)
+      chunks.emplace_back(p, c);
+  runParallel(static_cast<int64_t>(chunks.size()), [&](int64_t k) {
+    auto [p, c] = chunks[k];
     const std::string &name = plan.parameters(p).name();
     bool isVector = plan.parameters(p).type().shape_size() == 1;
     bool isBias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
-    // Every rank draws every element, in one order, and keeps those it holds.
+    std::mt19937_64 generator(splitMix(seed ^ splitMix((static_cast<uint64_t>(p) << 32) + c)));
+    std::normal_distribution<float> normal(0.0f, 0.02f);
     Shard held = parameters[p].held;
-    for (int64_t i = 0; i < parameters[p].count; ++i) {
+    int64_t end = std::min(parameters[p].count, (c + 1) * kDrawChunk);
+    for (int64_t i = c * kDrawChunk; i < end; ++i) {
       float x = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
       if (i >= held.begin && i < held.end)
         parameters[p].master[i - held.begin] = x;
     }
-  }
+  });
 }
 
 void HostState::refreshStreamCopies() {

@@ -171,7 +171,7 @@ fault_step() {
       --checkpoint-dir "$dir/ck" 2>"$dir/pin.txt"
   rc=$?
   cat "$dir/pin.txt"
-  [ $rc -ne 0 ] && grep -q "pinning the host state for the device failed after 0.0 of .* MiB: cudaHostRegister of" \
+  [ $rc -ne 0 ] && grep -q "pinning the host state for the device failed (0.0 of .* MiB pinned): cudaHostRegister of" \
     "$dir/pin.txt" && (cd "$dir/ck" && sha256sum -c --quiet "$dir/before.txt") || return 1
   $run "$plan" --data "$data" --steps 8 --resume "$dir/ck" --metrics "$dir/part.jsonl" \
     --save-weights "$dir/part.safetensors" &&

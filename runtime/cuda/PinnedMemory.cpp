@@ -1,6 +1,7 @@
 // Chunked registration of host memory with the CUDA driver.
 #include "runtime/cuda/PinnedMemory.h"
 
+#include "runtime/ThreadPool.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/FaultInjection.h"
 
@@ -11,34 +12,43 @@
 namespace mt::cuda {
 
 PinnedMemory::PinnedMemory(const std::vector<Region> &regions, size_t chunkBytes) {
-  size_t total = 0, pinned = 0;
-  for (const Region &region : regions)
+  std::vector<Chunk> chunks;
+  size_t total = 0;
+  for (const Region &region : regions) {
     total += region.bytes;
-  try {
-    for (const Region &region : regions)
-      for (size_t offset = 0; offset < region.bytes; offset += chunkBytes) {
-        Chunk chunk{static_cast<char *>(region.begin) + offset,
-                    std::min(chunkBytes, region.bytes - offset)};
-        cudaError_t status = injectedPinFault() ? cudaErrorMemoryAllocation
-                                                : cudaHostRegister(chunk.begin, chunk.bytes,
-                                                                   cudaHostRegisterDefault);
-        check(status, ("cudaHostRegister of " + std::to_string(chunk.bytes) + " bytes").c_str(),
-              __FILE__, __LINE__);
-        registered.push_back(chunk);
-        pinned += chunk.bytes;
-      }
-  } catch (...) {
+    for (size_t offset = 0; offset < region.bytes; offset += chunkBytes)
+      chunks.push_back({static_cast<char *>(region.begin) + offset,
+                        std::min(chunkBytes, region.bytes - offset)});
+  }
+  // Registered on every core: the driver pins each chunk's pages on the calling thread.
+  std::vector<cudaError_t> status(chunks.size(), cudaSuccess);
+  int device = 0;
+  MT_CUDA_CHECK(cudaGetDevice(&device));
+  runParallel(static_cast<int64_t>(chunks.size()), [&](int64_t c) {
+    status[c] = cudaSetDevice(device); // a worker's first CUDA call would take device 0
+    if (status[c] == cudaSuccess)
+      status[c] = injectedPinFault()
+                      ? cudaErrorMemoryAllocation
+                      : cudaHostRegister(chunks[c].begin, chunks[c].bytes, cudaHostRegisterDefault);
+  });
+  size_t pinned = 0;
+  int failed = -1;
+  for (size_t c = 0; c < chunks.size(); ++c)
+    if (status[c] == cudaSuccess) {
+      registered.push_back(chunks[c]);
+      pinned += chunks[c].bytes;
+    } else if (failed < 0) {
+      failed = static_cast<int>(c);
+    }
+  if (failed >= 0) {
     for (const Chunk &chunk : registered)
       cudaHostUnregister(chunk.begin);
-    try {
-      throw;
-    } catch (const CudaError &error) {
-      char pinnedSoFar[96];
-      std::snprintf(pinnedSoFar, sizeof pinnedSoFar, "%.1f of %.1f MiB", pinned / 1048576.0,
-                    total / 1048576.0);
-      throw CudaError(std::string("pinning the host state for the device failed after ") +
-                      pinnedSoFar + ": " + error.what());
-    }
+    char numbers[128];
+    std::snprintf(numbers, sizeof numbers, "%.1f of %.1f MiB", pinned / 1048576.0,
+                  total / 1048576.0);
+    throw CudaError("pinning the host state for the device failed (" + std::string(numbers) +
+                    " pinned): cudaHostRegister of " + std::to_string(chunks[failed].bytes) +
+                    " bytes: " + cudaGetErrorString(status[failed]));
   }
   std::sort(registered.begin(), registered.end(),
             [](const Chunk &a, const Chunk &b) { return a.begin < b.begin; });

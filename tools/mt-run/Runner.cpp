@@ -167,6 +167,10 @@ int train(const Options &options) {
     pretrained = std::make_unique<SafetensorsArchive>(options.weights);
     pretrainedSources = matchPretrainedWeights(plan, *pretrained, weightsMap);
   }
+  auto startup = std::chrono::steady_clock::now();
+  auto since = [](std::chrono::steady_clock::time_point begin) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  };
   // Only a backend that streams bf16 needs the streaming copies. A rank over processes holds
   // its shards alone: the device gathers the rest of the weights.
   HostState state(plan, kind.streamCopies, std::max(0, options.processRank),
@@ -191,6 +195,7 @@ int train(const Options &options) {
     state.loadInitialWeights(planDir);
   }
   state.refreshStreamCopies();
+  double stateSeconds = since(startup);
   DeviceCheck check = options.checkKernels ? DeviceCheck::Kernels : DeviceCheck::AgainstHost;
   double tolerance = options.checkTolerance >= 0     ? options.checkTolerance
                      : check == DeviceCheck::Kernels ? 1e-2
@@ -250,8 +255,12 @@ int train(const Options &options) {
     backendSettings.processes = options.processes;
     backendSettings.processRank = options.processRank;
     backendSettings.group = options.group;
+    auto made = std::chrono::steady_clock::now();
     backend = kind.make(plan, state, backendSettings);
     backend->printStartup(parameters);
+    std::printf("start-up | host state %.1f s (allocated, filled%s) | %s backend %.1f s\n",
+                stateSeconds, state.parameters.front().streamCopy ? ", bf16 copies" : "",
+                kind.name.c_str(), since(made));
   }
   settings.steps = options.steps;
   settings.stopOnNonFinite = options.onNonFinite == "stop";
