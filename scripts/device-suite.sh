@@ -287,6 +287,9 @@ sys.exit(1 if over or not rows else 0)"
 # Side by side with the peers (shared/bench/peer_bench.py) at their "1b" shape, 4 x 2048
 # tokens a step: mt streaming every layer from host memory, PyTorch with the whole model on
 # the GPU, and PyTorch FSDP2 with CPU offload. Steps are medians (mt: its metrics).
+# Launch to the first steps, timed from outside (docs/PERFORMANCE.md, "Start-up").
+part startup-1b python3 scripts/time_startup.py $run $plans/bench-1b.mtp --init random \
+  --data $plans/bench-1b.tokens --steps 2 --lr 1e-4 --backend=cuda
 part bench-mt-1b $run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens --steps 8 \
   --lr 1e-4 --backend=cuda --metrics "$out/bench-mt-1b.jsonl"
 # The same with every gradient measured before any update (a clip that never clips): what
