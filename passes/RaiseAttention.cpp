@@ -77,29 +77,82 @@ Heads unrepeatedHeads(const Heads &heads) {
   return Heads::of(split.getInput());
 }
 
-/// True when the constant `mask`, broadcast over [..., T, T], holds at (i, j) what
-/// `expected(i, j)` accepts everywhere.
-bool isTriangular(Value mask, int64_t t,
-                  llvm::function_ref<bool(int64_t, int64_t, const APFloat &)> expected) {
+/// The causal triangles a constant mask over [..., T, T] may be.
+enum class Triangle {
+  Kept,     // nonzero at and below the diagonal, zero above: the scores a boolean keeps
+  Dropped,  // its complement: the scores a boolean drops
+  Additive, // 0 at and below the diagonal, a masked score above: added to the scores
+};
+
+bool holds(Triangle triangle, int64_t i, int64_t j, double value) {
+  switch (triangle) {
+  case Triangle::Kept:
+    return (j <= i) == (value != 0);
+  case Triangle::Dropped:
+    return (j <= i) == (value == 0);
+  case Triangle::Additive:
+    return j <= i ? value == 0 : value <= kMaskedScore;
+  }
+  return false;
+}
+
+/// Masks already checked in this run of the pass: a mask is one uniqued attribute however
+/// many layers read it (a 2048 x 2048 triangle is 4M elements; a 108-layer model reads it 108
+/// times).
+llvm::DenseMap<std::tuple<const void *, int64_t, int>, bool> &checkedMasks() {
+  static llvm::DenseMap<std::tuple<const void *, int64_t, int>, bool> checked;
+  return checked;
+}
+
+/// Whether `values`, row-major over [..., T, T], are `triangle` everywhere.
+template <typename Range> bool allHold(Range values, int64_t t, Triangle triangle) {
+  int64_t i = 0, j = 0;
+  for (auto value : values) {
+    if (!holds(triangle, i, j, static_cast<double>(value)))
+      return false;
+    if (++j == t) {
+      j = 0;
+      i = i + 1 == t ? 0 : i + 1;
+    }
+  }
+  return true;
+}
+
+/// True when the constant `mask`, broadcast over [..., T, T], is `triangle` everywhere.
+bool isTriangular(Value mask, int64_t t, Triangle triangle) {
   DenseElementsAttr attr;
   if (!matchPattern(mask, m_Constant(&attr)))
     return false;
   llvm::ArrayRef<int64_t> shape = attr.getType().getShape();
   if (shape.size() < 2 || shape[shape.size() - 1] != t || shape[shape.size() - 2] != t)
     return false;
-  int64_t index = 0;
-  auto accepts = [&](const APFloat &value) {
-    int64_t i = (index / t) % t, j = index % t;
-    ++index;
-    return expected(i, j, value);
-  };
-  if (llvm::isa<FloatType>(attr.getElementType()))
-    return llvm::all_of(attr.getValues<APFloat>(), accepts);
-  return llvm::all_of(attr.getValues<APInt>(),
-                      [&](const APInt &v) { return accepts(APFloat(double(!v.isZero()))); });
+  if (attr.isSplat() && t > 1) // a triangle differs below and above its diagonal
+    return false;
+  auto key = std::make_tuple(attr.getAsOpaquePointer(), t, static_cast<int>(triangle));
+  auto [entry, inserted] = checkedMasks().try_emplace(key, false);
+  if (!inserted)
+    return entry->second;
+  Type element = attr.getElementType();
+  bool result;
+  if (element.isF32())
+    result = allHold(attr.getValues<float>(), t, triangle);
+  else if (element.isF64())
+    result = allHold(attr.getValues<double>(), t, triangle);
+  else if (llvm::isa<FloatType>(element))
+    result = allHold(llvm::map_range(attr.getValues<APFloat>(),
+                                     [](const APFloat &v) { return v.convertToDouble(); }),
+                     t, triangle);
+  else if (element.isInteger(1))
+    result = allHold(attr.getValues<bool>(), t, triangle);
+  else if (element.isInteger(64))
+    result = allHold(attr.getValues<int64_t>(), t, triangle);
+  else
+    result = allHold(llvm::map_range(attr.getValues<APInt>(),
+                                     [](const APInt &v) { return v.isZero() ? 0.0 : 1.0; }),
+                     t, triangle);
+  checkedMasks()[key] = result;
+  return result;
 }
-
-bool isMaskedScore(const APFloat &value) { return value.convertToDouble() <= kMaskedScore; }
 
 /// Which scores a mask keeps: those at or below the diagonal when `causal`, and where a
 /// right-padded mask input [B, S] is set, those of each sequence's first tokens.
@@ -137,11 +190,7 @@ BlockArgument paddingInput(Value view, llvm::ArrayRef<int64_t> scores) {
 /// The mask of `keep` (true where a score counts, over scores [B, H, T, T]): the causal triangle, a
 /// padding input, or both joined as where(x, y, false); else nothing.
 std::optional<Mask> keptScores(Value keep, llvm::ArrayRef<int64_t> scores) {
-  auto isCausal = [&](Value value) {
-    return isTriangular(value, scores[3], [](int64_t i, int64_t j, const APFloat &v) {
-      return (j <= i) == !v.isZero();
-    });
-  };
+  auto isCausal = [&](Value value) { return isTriangular(value, scores[3], Triangle::Kept); };
   if (isCausal(keep))
     return Mask{true};
   if (BlockArgument padding = paddingInput(keep, scores))
@@ -176,9 +225,7 @@ std::optional<std::pair<Value, Mask>> unmaskedScores(Value masked) {
       if (keepFirst)
         return keptScores(where.getCondition(), shape);
       // Mirrored: only the causal triangle, whose complement is a constant too.
-      if (isTriangular(where.getCondition(), shape[3], [](int64_t i, int64_t j, const APFloat &v) {
-            return (j <= i) == v.isZero();
-          }))
+      if (isTriangular(where.getCondition(), shape[3], Triangle::Dropped))
         return Mask{true};
     }
     return std::nullopt;
@@ -186,9 +233,7 @@ std::optional<std::pair<Value, Mask>> unmaskedScores(Value masked) {
   if (auto add = masked.getDefiningOp<AddOp>()) {
     for (bool swapped : {false, true}) {
       auto [scores, mask] = operandOrder(add, swapped);
-      if (isTriangular(mask, shape[3], [](int64_t i, int64_t j, const APFloat &v) {
-            return j <= i ? v.isZero() : isMaskedScore(v);
-          }))
+      if (isTriangular(mask, shape[3], Triangle::Additive))
         return std::make_pair(scores, Mask{true});
       auto where = mask.getDefiningOp<WhereOp>();
       if (!where || llvm::cast<RankedTensorType>(scores.getType()).getShape() != shape)
@@ -358,8 +403,10 @@ struct UnrepeatedAttentionHeads : OpRewritePattern<AttentionOp> {
 
 struct RaiseAttentionPass : mt::impl::RaiseAttentionPassBase<RaiseAttentionPass> {
   void runOnOperation() override {
+    checkedMasks().clear(); // the attributes of another run may share these addresses
     if (failed(applyRaisePatterns<SoftmaxAttention, UnrepeatedAttentionHeads>(getOperation())))
       signalPassFailure();
+    checkedMasks().clear();
   }
 };
 

@@ -161,6 +161,17 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     if (llvm::isa<IntegerType>(getElementTypeOrSelf(argument.getType())) && !tokens)
       tokens = elementsOf(argument.getType());
 
+  // Symbols by hash, and each template's cost and forward work once: a 108-layer step calls
+  // each template 108 times, and a template's liveness walks the whole module.
+  SymbolTable symbols(module);
+  llvm::DenseMap<Operation *, Cost> templateCosts;
+  auto costOfTemplate = [&](func::FuncOp callee) -> const Cost & {
+    auto [entry, inserted] = templateCosts.try_emplace(callee.getOperation());
+    if (inserted)
+      entry->second = costOf(callee);
+    return entry->second;
+  };
+  llvm::DenseMap<Operation *, std::pair<double, double>> templateWork;
   auto countForwardWork = [&](Operation *op, double calls) {
     if (auto linear = llvm::dyn_cast<LinearOp>(op))
       matmulParams += calls * elementsOf(linear.getWeight().getType());
@@ -174,7 +185,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     if (llvm::isa<PrefetchOp, OffloadOp>(op) || op.hasAttr("mt.recompute"))
       continue;
     if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
-      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
       auto index = call->getAttrOfType<IntegerAttr>("mt.layer");
       if (!callee || !index)
         return call.emitOpError("is not a layer call the cost model knows");
@@ -190,12 +201,21 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         if (i < 0 || i >= static_cast<int64_t>(layers.size()))
           return call.emitOpError("calls layers out of order");
         layers[i].checkpointBytes += elementsOf(call.getOperand(0).getType()) * kActivationBytes;
-        layers[i].forward.merge(costOf(callee));
-        callee.walk([&](Operation *inner) { countForwardWork(inner, 1); });
+        layers[i].forward.merge(costOfTemplate(callee));
+        // The work of a template's ops (whole numbers of FLOP, exact in any order).
+        auto [work, counted] = templateWork.try_emplace(callee.getOperation());
+        if (counted) {
+          double matmuls = matmulParams, attention = attentionTerm;
+          callee.walk([&](Operation *inner) { countForwardWork(inner, 1); });
+          work->second = {matmulParams - matmuls, attentionTerm - attention};
+        } else {
+          matmulParams += work->second.first;
+          attentionTerm += work->second.second;
+        }
       } else {
         if (i < 0 || i >= static_cast<int64_t>(layers.size()))
           return call.emitOpError("differentiates a layer the forward did not call");
-        layers[i].backward.merge(costOf(callee));
+        layers[i].backward.merge(costOfTemplate(callee));
       }
     } else if (!llvm::isa<ParamOp, ConstantOp>(op)) {
       edge.add(&op);
@@ -214,7 +234,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   llvm::StringSet<> templates;
   step.walk([&](func::CallOp call) { templates.insert(call.getCallee()); });
   for (auto &entry : templates)
-    if (auto callee = module.lookupSymbol<func::FuncOp>(entry.getKey());
+    if (auto callee = symbols.lookup<func::FuncOp>(entry.getKey());
         callee && !callee->hasAttr("mt.backward_of"))
       ++estimate.templates;
 

@@ -19,6 +19,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -322,6 +323,7 @@ int compilerMain(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions(); // --mlir-timing: each pass's time
   llvm::cl::HideUnrelatedOptions(category);
   llvm::cl::ParseCommandLineOptions(argc, argv, "mt compiler: ONNX model -> mt IR\n");
 
@@ -373,6 +375,7 @@ int compilerMain(int argc, char **argv) {
   std::string pipeline;
   llvm::raw_string_ostream pipelineText(pipeline);
   pm.printAsTextualPipeline(pipelineText);
+  applyDefaultTimingPassManagerCLOptions(pm);
   if (failed(applyPassManagerCLOptions(pm)) || failed(pm.run(*module)))
     return 1;
   if (stage == Stage::Plan && summary == Summary::None) {
