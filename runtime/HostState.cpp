@@ -14,6 +14,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <sys/mman.h>
 
 namespace mt {
 
@@ -100,12 +101,15 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     }
     int64_t bytes = stateBytes(elements, owned, streamCopy);
     int64_t pages = (bytes + kPage - 1) / kPage * kPage;
-    char *block = static_cast<char *>(std::aligned_alloc(kPage, std::max<int64_t>(pages, kPage)));
-    if (!block)
+    size_t mapped = static_cast<size_t>(std::max<int64_t>(pages, kPage));
+    void *pagesMapped =
+        mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pagesMapped == MAP_FAILED)
       throw std::runtime_error("cannot allocate " + std::to_string(pages) +
                                " bytes of host state for layer " +
                                std::to_string(layers[order[first]]));
-    storage.emplace_back(block);
+    char *block = static_cast<char *>(pagesMapped);
+    storage.emplace_back(block, Unmap{mapped});
     blocks.push_back({layers[order[first]], block, bytes});
     float *master = reinterpret_cast<float *>(block);
     float *firstMoment = master + elements, *secondMoment = firstMoment + owned;
@@ -122,17 +126,9 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     }
     first = last;
   }
-  // Zeroed on every core: the first touch of each page (the kernel's work) runs in parallel.
-  constexpr int64_t kPiece = 64 << 20;
-  std::vector<std::pair<char *, int64_t>> pieces;
-  for (const LayerBlock &block : blocks)
-    for (int64_t at = 0; at < block.bytes; at += kPiece)
-      pieces.emplace_back(block.begin + at, std::min(kPiece, block.bytes - at));
-  runParallel(static_cast<int64_t>(pieces.size()),
-              [&](int64_t i) { std::memset(pieces[i].first, 0, pieces[i].second); });
 }
 
-void HostState::Free::operator()(char *block) const { std::free(block); }
+void HostState::Unmap::operator()(char *block) const { munmap(block, bytes); }
 
 int64_t HostState::bytes() const {
   int64_t total = 0;

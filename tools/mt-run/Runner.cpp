@@ -181,7 +181,10 @@ int train(const Options &options) {
     auto begin = std::chrono::steady_clock::now();
     resumed = readCheckpoint(resumeFrom, state, settings.planHash);
     resumeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    if (resumed.step >= options.steps)
+    // A run stopped after its last step's checkpoint but before its outputs were written
+    // resumes to write them.
+    bool outputs = !options.saveWeights.empty() || !options.saveOnnx.empty();
+    if (resumed.step > options.steps || (resumed.step == options.steps && !outputs))
       throw std::runtime_error("--resume " + resumeFrom + " is at step " +
                                std::to_string(resumed.step) + "; --steps " +
                                std::to_string(options.steps) +
@@ -216,6 +219,10 @@ int train(const Options &options) {
                 resumeFrom.c_str(), static_cast<long long>(resumed.step),
                 static_cast<long long>(resumed.dataPosition), checkpointBytes(state) / 1048576.0,
                 resumeSeconds);
+    if (resumed.step == options.steps)
+      std::printf("resumed | step %lld is the last: nothing left to train, the outputs are "
+                  "written from it\n",
+                  static_cast<long long>(resumed.step));
   }
   int64_t parameters = 0;
   for (const ParameterState &p : state.parameters)
