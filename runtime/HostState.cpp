@@ -14,7 +14,6 @@
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <sys/mman.h>
 
 namespace mt {
 
@@ -101,15 +100,12 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     }
     int64_t bytes = stateBytes(elements, owned, streamCopy);
     int64_t pages = (bytes + kPage - 1) / kPage * kPage;
-    size_t mapped = static_cast<size_t>(std::max<int64_t>(pages, kPage));
-    void *pagesMapped =
-        mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (pagesMapped == MAP_FAILED)
+    char *block = static_cast<char *>(std::aligned_alloc(kPage, std::max<int64_t>(pages, kPage)));
+    if (!block)
       throw std::runtime_error("cannot allocate " + std::to_string(pages) +
                                " bytes of host state for layer " +
                                std::to_string(layers[order[first]]));
-    char *block = static_cast<char *>(pagesMapped);
-    storage.emplace_back(block, Unmap{mapped});
+    storage.emplace_back(block);
     blocks.push_back({layers[order[first]], block, bytes});
     float *master = reinterpret_cast<float *>(block);
     float *firstMoment = master + elements, *secondMoment = firstMoment + owned;
@@ -126,9 +122,17 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     }
     first = last;
   }
+  // Zeroed on every core: the first touch of each page (the kernel's work) runs in parallel.
+  constexpr int64_t kPiece = 64 << 20;
+  std::vector<std::pair<char *, int64_t>> pieces;
+  for (const LayerBlock &block : blocks)
+    for (int64_t at = 0; at < block.bytes; at += kPiece)
+      pieces.emplace_back(block.begin + at, std::min(kPiece, block.bytes - at));
+  runParallel(static_cast<int64_t>(pieces.size()),
+              [&](int64_t i) { std::memset(pieces[i].first, 0, pieces[i].second); });
 }
 
-void HostState::Unmap::operator()(char *block) const { munmap(block, bytes); }
+void HostState::Free::operator()(char *block) const { std::free(block); }
 
 int64_t HostState::bytes() const {
   int64_t total = 0;
@@ -166,28 +170,41 @@ void HostState::loadInitialWeights(const std::string &planDir) {
 }
 
 void HostState::initializeRandomly(uint64_t seed) {
-  // Each run of kDrawChunk elements of a parameter draws from its own generator, seeded by
-  // (seed, parameter, chunk): the same weights on any number of cores and on every rank,
-  // each rank drawing only the chunks it holds.
+  // The parameters' elements in plan order form one sequence, cut into runs of kDrawChunk:
+  // run k draws from its own generator (run 0 from `seed` itself, so that a state of one run
+  // draws what a single generator draws; run k from a mix of the seed and k), on every core,
+  // and every rank draws the runs that hold its elements: the same weights on any number of
+  // cores and ranks.
   constexpr int64_t kDrawChunk = 1 << 20;
-  std::vector<std::pair<int, int64_t>> chunks;
-  for (int p = 0; p < plan.parameters_size(); ++p)
-    for (int64_t c = parameters[p].held.begin / kDrawChunk; c * kDrawChunk < parameters[p].held.end;
-         ++c)
-      chunks.emplace_back(p, c);
-  runParallel(static_cast<int64_t>(chunks.size()), [&](int64_t k) {
-    auto [p, c] = chunks[k];
-    const std::string &name = plan.parameters(p).name();
-    bool isVector = plan.parameters(p).type().shape_size() == 1;
-    bool isBias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
-    std::mt19937_64 generator(splitMix(seed ^ splitMix((static_cast<uint64_t>(p) << 32) + c)));
+  std::vector<int64_t> starts; // each parameter's first element in the sequence
+  int64_t total = 0;
+  for (const ParameterState &parameter : parameters) {
+    starts.push_back(total);
+    total += parameter.count;
+  }
+  runParallel((total + kDrawChunk - 1) / kDrawChunk, [&](int64_t k) {
+    int64_t begin = k * kDrawChunk, end = std::min(total, begin + kDrawChunk);
+    int p =
+        static_cast<int>(std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin()) -
+        1;
+    bool held = false;
+    for (int q = p; q < static_cast<int>(parameters.size()) && starts[q] < end; ++q)
+      held = held || (parameters[q].held.size() > 0 && starts[q] + parameters[q].held.end > begin &&
+                      starts[q] + parameters[q].held.begin < end);
+    if (!held)
+      return;
+    std::mt19937_64 generator(k == 0 ? seed : splitMix(seed ^ splitMix(k)));
     std::normal_distribution<float> normal(0.0f, 0.02f);
-    Shard held = parameters[p].held;
-    int64_t end = std::min(parameters[p].count, (c + 1) * kDrawChunk);
-    for (int64_t i = c * kDrawChunk; i < end; ++i) {
-      float x = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
-      if (i >= held.begin && i < held.end)
-        parameters[p].master[i - held.begin] = x;
+    for (int64_t at = begin; at < end; ++p) {
+      const std::string &name = plan.parameters(p).name();
+      bool isVector = plan.parameters(p).type().shape_size() == 1;
+      bool isBias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
+      Shard own = parameters[p].held;
+      for (int64_t i = at - starts[p]; i < parameters[p].count && at < end; ++i, ++at) {
+        float x = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
+        if (i >= own.begin && i < own.end)
+          parameters[p].master[i - own.begin] = x;
+      }
     }
   });
 }

@@ -68,14 +68,12 @@ public:
   int64_t bytes() const;
 
 private:
-  struct Unmap {
-    size_t bytes;
+  struct Free {
     void operator()(char *block) const;
   };
-  /// Anonymous mappings: page-aligned and page-sized, so that registering one block with the
-  /// CUDA driver never touches a page of another, and zero until written, so that no page is
-  /// written twice (the kernel zeroes each on its first touch, on the core that touches it).
-  std::vector<std::unique_ptr<char, Unmap>> storage;
+  /// Page-aligned and page-sized, so that registering one block with the CUDA driver never
+  /// touches a page of another.
+  std::vector<std::unique_ptr<char, Free>> storage;
 };
 
 } // namespace mt

@@ -2,6 +2,7 @@
 // which updates of a step with a gradient that is not finite reach the weights, Whole and
 // Gated, and whether a later step's do (Gated, with and without halt).
 #include "runtime/OverlappedUpdates.h"
+#include "test/Unit/Expect.h"
 
 #include <cmath>
 #include <cstdio>
@@ -10,14 +11,8 @@
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string &what) {
-  if (!ok) {
-    std::printf("FAIL: %s\n", what.c_str());
-    ++failures;
-  }
-}
+using mt::test::check;
+using mt::test::failures;
 
 constexpr int kParameters = 4;
 

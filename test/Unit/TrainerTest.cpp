@@ -3,6 +3,7 @@
 // average; a non-finite step stops or is skipped; checkpoints resume to the same bits; a stop
 // asked for mid-step ends after it with a checkpoint; and the backend registry.
 #include "runtime/train/Trainer.h"
+#include "test/Unit/Expect.h"
 
 #include <cmath>
 #include <csignal>
@@ -17,14 +18,8 @@
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string &what) {
-  if (!ok) {
-    std::printf("FAIL: %s\n", what.c_str());
-    ++failures;
-  }
-}
+using mt::test::check;
+using mt::test::failures;
 
 constexpr int64_t kBatch = 2, kLength = 4;
 
