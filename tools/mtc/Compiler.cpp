@@ -1,15 +1,14 @@
-// The mtc driver: input (ONNX binary or text, or graph-level MLIR), the raising pipeline,
-// and the outputs: IR at a chosen stage, or a summary for people or for scripts.
+// The mtc driver: input (ONNX binary or text, or graph-level MLIR), its flags as one pass
+// pipeline, and the outputs: IR at a chosen stage, a plan, or a summary.
 #include "tools/mtc/Compiler.h"
 
-#include "frontend/InlineWeights.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/MtOps.h"
-#include "ir/ShapeRules.h"
 #include "passes/DeviceProfile.h"
 #include "passes/DeviceReserve.h"
 #include "passes/Passes.h"
 #include "passes/StepCostModel.h"
+#include "passes/StepSummary.h"
 #include "plan/PlanWriter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,17 +20,10 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
-
-#include <map>
 
 using namespace mlir;
 
@@ -135,41 +127,6 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::SourceMgr &sourceMgr
   return importOnnxModel(inputPath, context, options);
 }
 
-/// Parameters, op counts and signature of the model's functions.
-struct ModelSummary {
-  int64_t parameterTensors = 0, parameters = 0, parameterBytes = 0;
-  std::map<std::string, int64_t> opCounts;
-  llvm::SmallVector<std::string> inputs, outputs;
-};
-
-ModelSummary summarize(ModuleOp module) {
-  ModelSummary s;
-  auto typeString = [](Type type) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << type;
-    return text;
-  };
-  module.walk([&](Operation *op) {
-    if (auto parameter = llvm::dyn_cast<ParameterOp>(op)) {
-      ++s.parameterTensors;
-      RankedTensorType type = parameter.getTensorType();
-      s.parameters += numElements(type.getShape());
-      s.parameterBytes += numElements(type.getShape()) * type.getElementTypeBitWidth() / 8;
-    } else if (auto function = llvm::dyn_cast<func::FuncOp>(op); function && function.isPublic()) {
-      for (auto [i, type] : llvm::enumerate(function.getArgumentTypes())) {
-        auto name = function.getArgAttrOfType<StringAttr>(i, "mt.name");
-        s.inputs.push_back((name ? name.str() + ": " : "") + typeString(type));
-      }
-      for (Type type : function.getResultTypes())
-        s.outputs.push_back(typeString(type));
-    } else if (op->getDialect() && op->getDialect()->getNamespace() == "mt") {
-      ++s.opCounts[op->getName().getStringRef().str()];
-    }
-  });
-  return s;
-}
-
 /// "16GiB", "80GB", "512MiB" or plain bytes.
 std::optional<double> parseBytes(llvm::StringRef text) {
   static const std::pair<const char *, double> units[] = {
@@ -240,80 +197,6 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   options.checkpointsOnDevice = checkpoints == "device";
   options.recomputeInterval = module->getAttrOfType<IntegerAttr>("mt.recompute_interval").getInt();
   return estimateStep(module, *profile, options);
-}
-
-void printSummary(ModuleOp module, const StepEstimate *step, const std::string &pipeline,
-                  llvm::raw_ostream &os) {
-  ModelSummary s = summarize(module);
-  auto source = module->getAttrOfType<StringAttr>("mt.source");
-  if (summary == Summary::Json) {
-    llvm::json::Object ops;
-    for (auto &[name, count] : s.opCounts)
-      ops[name] = count;
-    llvm::json::Object object{
-        {"source", source ? source.str() : inputPath.getValue()},
-        {"params", s.parameters},
-        {"parameter_tensors", s.parameterTensors},
-        {"parameter_bytes", s.parameterBytes},
-        {"inputs", llvm::json::Array(s.inputs)},
-        {"outputs", llvm::json::Array(s.outputs)},
-        {"ops", std::move(ops)},
-    };
-    if (step) {
-      object["layers"] = step->layers;
-      object["templates"] = step->templates;
-      object["peak_device_bytes"] = step->peakDeviceBytes;
-      object["host_bytes"] = step->hostBytes;
-      object["host_bytes_per_param"] = step->hostBytesPerParam;
-      object["h2d_bytes_per_step"] = step->h2dBytesPerStep;
-      object["d2h_bytes_per_step"] = step->d2hBytesPerStep;
-      object["flops_per_step"] = step->flopsPerStep;
-      object["executed_flops_per_step"] = step->executedFlopsPerStep;
-      object["predicted_step_seconds"] = step->predictedStepSeconds;
-      llvm::json::Object busy;
-      for (const auto &[stream, seconds] : step->busySeconds)
-        busy[stream] = seconds;
-      object["busy_seconds"] = std::move(busy);
-      object["recompute_interval"] = step->recomputeInterval;
-      object["accumulation"] = step->accumulation;
-      object["micro_batches"] = static_cast<int64_t>(microBatches);
-      object["checkpoints"] = step->checkpointsOnDevice ? "device" : "host";
-      object["target"] = target.getValue();
-      object["pipeline"] = pipeline;
-    }
-    os << llvm::json::Value(std::move(object)) << "\n";
-    return;
-  }
-  os << llvm::formatv("model       {0}\n", source ? source.str() : inputPath.getValue());
-  os << llvm::formatv("inputs      {0}\n", llvm::join(s.inputs, ", "));
-  // A training step returns one gradient per parameter: show the loss and count the rest.
-  llvm::ArrayRef<std::string> outputs(s.outputs);
-  os << llvm::formatv("outputs     {0}{1}\n", llvm::join(outputs.take_front(3), ", "),
-                      outputs.size() > 3
-                          ? llvm::formatv(" and {0} more", outputs.size() - 3).str()
-                          : std::string());
-  os << llvm::formatv("parameters  {0} values in {1} tensors ({2:f1} MiB)\n", s.parameters,
-                      s.parameterTensors, s.parameterBytes / 1048576.0);
-  os << "ops        ";
-  for (auto &[name, count] : s.opCounts)
-    os << " " << name << " x" << count;
-  os << "\n";
-  if (!step)
-    return;
-  os << llvm::formatv("layers      {0} in {1} template(s), recompute every {2}, {3} "
-                      "accumulation, checkpoints on the {4}\n",
-                      step->layers, step->templates, step->recomputeInterval,
-                      step->accumulation, step->checkpointsOnDevice ? "device" : "host");
-  os << "device      peak " << formatBytes(step->peakDeviceBytes)
-     << " (the plan's arena, kernel scratch, cuBLASLt workspace, inputs and constants; the "
-        "cost model's largest phase: "
-     << step->peakBreakdown << ")\n";
-  os << llvm::formatv("host        {0}, {1:f1} bytes per parameter\n",
-                      formatBytes(step->hostBytes), step->hostBytesPerParam);
-  os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",
-                      formatBytes(step->h2dBytesPerStep), formatBytes(step->d2hBytesPerStep),
-                      step->flopsPerStep, step->predictedStepSeconds, target.getValue());
-  os << "pipeline    " << pipeline << "\n";
 }
 
 } // namespace
@@ -400,7 +283,9 @@ int compilerMain(int argc, char **argv) {
     return 1;
   }
   if (summary != Summary::None)
-    printSummary(*module, step ? &*step : nullptr, pipeline, output->os());
+    printSummary(*module, step ? &*step : nullptr,
+                 {inputPath, target, pipeline, microBatches, summary == Summary::Json},
+                 output->os());
   else if (stage == Stage::Timeline)
     output->os() << timelineJson(*step) << "\n";
   else
