@@ -40,14 +40,18 @@ void HostTensor::set(int64_t i, double value) {
     reals[i] = value;
   else if (dataType == kBool)
     integers[i] = value != 0.0;
-  else if (std::isnan(value))
-    integers[i] = 0;        // C++ (and ONNX's Cast) leave NaN and values past int64 undefined:
-  else if (value >= 0x1p63) // NaN becomes 0, the rest clamps (fuzzing found -inf cast)
-    integers[i] = std::numeric_limits<int64_t>::max();
-  else if (value < -0x1p63)
-    integers[i] = std::numeric_limits<int64_t>::min();
   else
-    integers[i] = static_cast<int64_t>(value);
+    integers[i] = toInteger(value);
+}
+
+int64_t HostTensor::toInteger(double value) {
+  if (std::isnan(value))
+    return 0;
+  if (value >= 0x1p63)
+    return std::numeric_limits<int64_t>::max();
+  if (value < -0x1p63)
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
 }
 
 void HostTensor::setInteger(int64_t i, int64_t value) {

@@ -23,7 +23,10 @@ struct HostTensor {
   bool isFloat() const { return isFloatType(dataType); }
   int64_t size() const { return numElements(shape); }
   double real(int64_t i) const { return isFloat() ? reals[i] : double(integers[i]); }
-  int64_t integer(int64_t i) const { return isFloat() ? int64_t(reals[i]) : integers[i]; }
+  int64_t integer(int64_t i) const { return isFloat() ? toInteger(reals[i]) : integers[i]; }
+  /// A real as an int64: truncated, NaN as 0, values past int64 clamped (C++ and ONNX's Cast
+  /// leave those undefined; fuzzing found a -inf cast and a NaN read as an integer).
+  static int64_t toInteger(double value);
 
   static HostTensor zeros(int32_t dataType, Shape shape);
   /// A rank-1 int64 tensor, the form ONNX uses for shapes, axes and slice bounds.
