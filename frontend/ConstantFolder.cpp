@@ -328,8 +328,9 @@ HostTensor triluTensor(const HostTensor &input, int64_t k, bool upper) {
 HostTensor rangeTensor(const HostTensor &start, const HostTensor &limit,
                        const HostTensor &delta) {
   double first = start.real(0), step = delta.real(0);
-  int64_t count = std::max<int64_t>(
-      0, static_cast<int64_t>(std::ceil((limit.real(0) - first) / step)));
+  // Empty where the limit lies behind the start (fuzzing found a count of -8e32, past int64).
+  double steps = std::ceil((limit.real(0) - first) / step);
+  int64_t count = steps > 0 ? static_cast<int64_t>(steps) : 0;
   HostTensor result = HostTensor::zeros(start.dataType, Shape{count});
   for (int64_t i = 0; i < count; ++i) {
     if (start.isFloat())
