@@ -13,6 +13,7 @@ inline int failures = 0;
 inline void check(bool ok, const std::string &what) {
   if (!ok) {
     std::printf("FAIL: %s\n", what.c_str());
+    std::fprintf(stderr, "FAIL: %s\n", what.c_str()); // lit shows stderr when a test fails
     ++failures;
   }
 }
