@@ -180,7 +180,7 @@ int train(const Options &options) {
   if (!resumeFrom.empty()) {
     auto begin = std::chrono::steady_clock::now();
     resumed = readCheckpoint(resumeFrom, state, settings.planHash);
-    resumeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    resumeSeconds = since(begin);
     // A run stopped after its last step's checkpoint but before its outputs were written
     // resumes to write them.
     bool outputs = !options.saveWeights.empty() || !options.saveOnnx.empty();
