@@ -105,6 +105,13 @@ DeviceReserve deviceReserve(ModuleOp module) {
         largestProduct = std::max(largestProduct, elements(op->getResult(0)) * 4);
     });
   reserve.blasWorkspace = std::clamp<int64_t>(largestProduct, 1 << 20, 32 << 20);
+  if (auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters); masters && masters.getValue())
+    step.walk([&](PrefetchOp prefetch) {
+      for (auto [operand, slot] : llvm::zip(prefetch.getHostValues(), prefetch.getDeviceValues()))
+        if (operand.getDefiningOp<ParamOp>() && deviceBytes(slot) == 2 * elements(slot))
+          reserve.staging = std::max(
+              reserve.staging, alignToDevice(std::min(elements(slot) * 4, kMostStagingBytes)));
+    });
   return reserve;
 }
 

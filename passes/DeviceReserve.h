@@ -19,8 +19,19 @@ struct DeviceReserve {
   int64_t blasWorkspace = 0;
   int64_t inputs = 0;    // token inputs, 256-byte aligned each
   int64_t constants = 0; // constants of the step and its templates (fp32 reals), aligned
-  int64_t total() const { return scratch + blasWorkspace + inputs + constants; }
+  /// Where fp32 masters land before the h2d stream casts them into a bf16 slot (streamed
+  /// masters, kStreamMasters): the largest such parameter, at most kMostStagingBytes a piece.
+  int64_t staging = 0;
+  int64_t total() const { return scratch + blasWorkspace + inputs + constants + staging; }
 };
+
+/// The module attribute (a bool) that makes prefetch stream the fp32 masters instead of the
+/// host's bf16 copies: mt-fit-step's choice, which the plan carries as `stream_masters`.
+constexpr const char *kStreamMasters = "mt.stream_masters";
+
+/// The largest piece a master crosses PCIe in when it is cast on the device: larger pieces
+/// save nothing (the copy engine is at full speed well below it).
+constexpr int64_t kMostStagingBytes = 64 << 20;
 
 /// The scratch the CUDA kernels of `op` may ask for: fp32 partial sums of reductions and
 /// norm gradients, per-row statistics of attention and cross-entropy, an fp32 table for a

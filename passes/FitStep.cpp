@@ -5,6 +5,10 @@
 #include "passes/Passes.h"
 #include "passes/StepCostModel.h"
 
+#include "passes/BufferLiveness.h"
+
+#include <cstdio>
+
 namespace mt {
 #define GEN_PASS_DEF_FITSTEPPASS
 #include "passes/Passes.h.inc"
@@ -35,6 +39,11 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
                 "mt-fit-step: accumulation must be auto, layer-major or sample-major, "
                 "got '")
           << accumulation << "'";
+      return signalPassFailure();
+    }
+    if (weightStream != "auto" && weightStream != "bf16" && weightStream != "fp32") {
+      emitError(module.getLoc(), "mt-fit-step: weight-stream must be auto, bf16 or fp32, got '")
+          << weightStream << "'";
       return signalPassFailure();
     }
     if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0) {
@@ -173,19 +182,70 @@ private:
   }
 
   /// The cost model's view of a step scheduled with interval `k`.
-  ScheduleOptions costOptions(int64_t k, llvm::StringRef mode = "layer-major") const {
+  ScheduleOptions costOptions(int64_t k, llvm::StringRef mode = "layer-major",
+                              bool streamMasters = false) const {
     ScheduleOptions options;
     options.microBatches = microBatches;
     options.accumulation = mode.str();
     options.checkpointsOnDevice = checkpointsOnDevice;
     options.recomputeInterval = std::max<int64_t>(k, 1);
+    options.streamMasters = streamMasters;
     return options;
+  }
+
+  /// Where prefetch streams the weights from (weight-stream), recorded on the module with
+  /// the reason. Fails only where the masters were asked for and their staging does not fit.
+  LogicalResult chooseWeightStream(llvm::StringRef mode, int64_t interval) {
+    ModuleOp module = getOperation();
+    Builder b(module.getContext());
+    auto floatBytes = module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes);
+    bool masters = weightStream == "fp32";
+    std::string why = "as asked (weight-stream " + weightStream + ")";
+    if (floatBytes && floatBytes.getInt() == 4) {
+      masters = true;
+      why = "the fp32 slots read them";
+    } else if (weightStream == "auto") {
+      FailureOr<StepEstimate> copies = estimateStep(module, profile, costOptions(interval, mode));
+      FailureOr<StepEstimate> fp32 =
+          estimateStep(module, profile, costOptions(interval, mode, /*streamMasters=*/true));
+      if (failed(copies) || failed(fp32))
+        return failure();
+      // Two bytes a parameter of host memory (a seventh of the state) are worth a step 2%
+      // slower; where the doubled PCIe bytes cost more, the host keeps the copies.
+      masters = fp32->predictedStepSeconds <= copies->predictedStepSeconds * 1.02;
+      char numbers[160];
+      std::snprintf(numbers, sizeof numbers,
+                    "the cost model predicts a step of %.3g s streaming the fp32 masters, %.3g s "
+                    "streaming bf16 copies",
+                    fp32->predictedStepSeconds, copies->predictedStepSeconds);
+      why = numbers;
+    }
+    module->setAttr(kStreamMasters, b.getBoolAttr(masters));
+    if (masters && schedule && peakDeviceBytes(module) > budget) {
+      if (weightStream == "fp32")
+        return emitError(module.getLoc())
+               << "streaming the fp32 masters needs " << formatBytes(deviceReserve(module).staging)
+               << " of device memory to cast them in, beyond the " << formatBytes(budget)
+               << " available; stream bf16 copies (weight-stream bf16)";
+      masters = false;
+      why += "; no device memory is left for the masters' staging";
+      module->setAttr(kStreamMasters, b.getBoolAttr(false));
+    }
+    module->setAttr("mt.weight_stream",
+                    b.getStringAttr((masters ? "fp32 masters, cast on the device: "
+                                             : "bf16 copies kept on the host: ") +
+                                    why));
+    return success();
   }
 
   /// What was chosen, and the cost model's model FLOP and predicted step.
   LogicalResult record(llvm::StringRef mode, int64_t interval) {
     ModuleOp module = getOperation();
-    FailureOr<StepEstimate> step = estimateStep(module, profile, costOptions(interval, mode));
+    if (failed(chooseWeightStream(mode, interval)))
+      return failure();
+    auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
+    FailureOr<StepEstimate> step =
+        estimateStep(module, profile, costOptions(interval, mode, masters.getValue()));
     if (failed(step))
       return failure();
     Builder b(module.getContext());

@@ -266,6 +266,14 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     `mt.accumulation`, `mt.recompute_interval`, `mt.device_memory_budget` (0: not scheduled),
     `mt.model_flops`, `mt.predicted_step_seconds`), which the plan carries. When no plan
     fits, the error gives the smallest plan's bytes and what its largest phase holds.
+
+    `weight-stream` says where prefetch streams the weights from: `bf16`, copies the host
+    keeps beside the fp32 masters (14 bytes a parameter); `fp32`, the masters themselves,
+    cast to the bf16 slots on the device (12 bytes a parameter, twice the PCIe bytes);
+    `auto` the masters where the cost model predicts a step at most 2% slower (where PCIe
+    has room: wide layers, many tokens a step), and where the staging buffer fits. With fp32
+    device floats the slots read the masters anyway. The module records the choice
+    (`mt.stream_masters`) and why (`mt.weight_stream`).
   }];
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
   let options = [
@@ -284,6 +292,8 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
            "Bytes of device memory the plan may use (0: the target's)">,
     Option<"target", "target", "std::string", "\"h200\"",
            "The device profile: h200, or a JSON profile from mt-run --calibrate">,
+    Option<"weightStream", "weight-stream", "std::string", "\"auto\"",
+           "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
   ];
 }
 

@@ -1,4 +1,5 @@
 // mt-print-schedule: the predicted step, stream by stream, for people reading a schedule.
+#include "passes/DeviceReserve.h"
 #include "passes/Passes.h"
 #include "passes/StepCostModel.h"
 
@@ -29,6 +30,8 @@ struct PrintSchedulePass : mt::impl::PrintSchedulePassBase<PrintSchedulePass> {
     }
     ScheduleOptions options;
     options.microBatches = microBatches;
+    auto masters = getOperation()->getAttrOfType<BoolAttr>(kStreamMasters);
+    options.streamMasters = masters && masters.getValue();
     FailureOr<StepEstimate> step = estimateStep(getOperation(), *profile, options);
     if (failed(step))
       return signalPassFailure();

@@ -238,8 +238,14 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         callee && !callee->hasAttr("mt.backward_of"))
       ++estimate.templates;
 
-  // What crosses PCIe and lives in host memory.
-  int64_t stream = options.streamBytesPerParameter;
+  // What crosses PCIe and lives in host memory: weight slots hold device floats (bf16 unless
+  // the module says otherwise), filled from the host's copies of that width or from the fp32
+  // masters.
+  auto floatBytes = module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes);
+  int64_t slot = floatBytes ? floatBytes.getInt() : 2;
+  int64_t stream = options.streamMasters ? 4 : slot;
+  bool hostCopies = stream != 4;
+  estimate.streamMasters = !hostCopies;
   int64_t layerParams = 0, checkpoints = 0, maxLayerParams = 0, maxCheckpoint = 0;
   int64_t maxBackwardActivations = 0;
   for (auto [i, layer] : llvm::enumerate(layers)) {
@@ -256,24 +262,25 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.h2dBytesPerStep =
       weightPasses * 2 * (layerParams + edgeParams) * stream + offloadedCheckpoints;
   estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
-  estimate.hostBytes = estimate.params * (12 + (stream == 2 ? 2 : 0) + (layerMajor ? 0 : 4)) +
-                       offloadedCheckpoints;
+  estimate.hostBytes =
+      estimate.params * (12 + (hostCopies ? 2 : 0) + (layerMajor ? 0 : 4)) + offloadedCheckpoints;
   estimate.hostBytesPerParam =
       estimate.params ? static_cast<double>(estimate.hostBytes) / estimate.params : 0;
 
   // Device memory: the larger of the layer phase and the prologue/epilogue phase.
   int64_t checkpointBuffers =
       options.checkpointsOnDevice ? checkpoints * micro : 2 * maxCheckpoint * micro;
-  int64_t layerPhase = 2 * maxLayerParams * stream + 2 * maxLayerParams * 4 +
-                       maxBackwardActivations + checkpointBuffers;
-  int64_t edgePhase = edgeParams * (stream + 4) + edge.activationBytes + checkpointBuffers;
+  int64_t layerPhase = 2 * maxLayerParams * slot + 2 * maxLayerParams * 4 + maxBackwardActivations +
+                       checkpointBuffers;
+  int64_t edgePhase = edgeParams * (slot + 4) + edge.activationBytes + checkpointBuffers;
   estimate.peakDeviceBytes = std::max(layerPhase, edgePhase);
   estimate.peakBreakdown =
       layerPhase >= edgePhase
-          ? "layers: weight slots " + formatBytes(2 * maxLayerParams * stream) + ", gradient staging " +
-                formatBytes(2 * maxLayerParams * 4) + ", activations of one layer's backward " +
-                formatBytes(maxBackwardActivations) + ", checkpoints " + formatBytes(checkpointBuffers)
-          : "prologue/epilogue: weights and gradients " + formatBytes(edgeParams * (stream + 4)) +
+          ? "layers: weight slots " + formatBytes(2 * maxLayerParams * slot) +
+                ", gradient staging " + formatBytes(2 * maxLayerParams * 4) +
+                ", activations of one layer's backward " + formatBytes(maxBackwardActivations) +
+                ", checkpoints " + formatBytes(checkpointBuffers)
+          : "prologue/epilogue: weights and gradients " + formatBytes(edgeParams * (slot + 4)) +
                 ", activations " + formatBytes(edge.activationBytes) + ", checkpoints " +
                 formatBytes(checkpointBuffers);
 

@@ -23,8 +23,10 @@ struct ScheduleOptions {
   /// Keep each layer's input (its checkpoint) on the device instead of in host memory; the
   /// default offloads them, so device memory does not grow with depth.
   bool checkpointsOnDevice = false;
-  /// Bytes per parameter streamed to the device: 2 for the bf16 copy, 4 for fp32.
-  int64_t streamBytesPerParameter = 2;
+  /// Prefetch streams the fp32 masters (cast on the device where slots are bf16) instead of
+  /// the host's bf16 copies: twice the PCIe bytes of bf16 slots, 2 bytes a parameter less on
+  /// the host.
+  bool streamMasters = false;
   /// Layers per checkpoint (mt-recompute's K): blocks of K recompute their forward.
   int64_t recomputeInterval = 1;
 };
@@ -49,6 +51,7 @@ struct StepEstimate {
   /// Seconds each resource is busy in the predicted step: h2d, compute, d2h, cpu.
   std::map<std::string, double> busySeconds;
   int64_t recomputeInterval = 1;
+  bool streamMasters = false;
   std::string accumulation;
   bool checkpointsOnDevice = false;
   std::vector<TimelineSlice> timeline;

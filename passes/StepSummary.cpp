@@ -58,6 +58,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
                   llvm::raw_ostream &os) {
   ModelSummary s = summarize(module);
   auto source = module->getAttrOfType<StringAttr>("mt.source");
+  auto weightStream = module->getAttrOfType<StringAttr>("mt.weight_stream");
   if (context.json) {
     llvm::json::Object ops;
     for (auto &[name, count] : s.opCounts)
@@ -77,6 +78,9 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
       object["peak_device_bytes"] = step->peakDeviceBytes;
       object["host_bytes"] = step->hostBytes;
       object["host_bytes_per_param"] = step->hostBytesPerParam;
+      object["stream_masters"] = step->streamMasters;
+      if (weightStream)
+        object["weight_stream"] = weightStream.str();
       object["h2d_bytes_per_step"] = step->h2dBytesPerStep;
       object["d2h_bytes_per_step"] = step->d2hBytesPerStep;
       object["flops_per_step"] = step->flopsPerStep;
@@ -119,8 +123,14 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
      << " (the plan's arena, kernel scratch, cuBLASLt workspace, inputs and constants; the "
         "cost model's largest phase: "
      << step->peakBreakdown << ")\n";
-  os << llvm::formatv("host        {0}, {1:f1} bytes per parameter\n", formatBytes(step->hostBytes),
-                      step->hostBytesPerParam);
+  os << llvm::formatv(
+      "host        {0}, {1:f1} bytes per parameter (fp32 masters and moments{2}{3}, "
+      "checkpoints)\n",
+      formatBytes(step->hostBytes), step->hostBytesPerParam,
+      step->streamMasters ? "" : ", bf16 copies",
+      step->accumulation == "sample-major" ? ", fp32 gradients" : "");
+  if (weightStream)
+    os << "weights     " << weightStream.getValue() << "\n";
   os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",
                       formatBytes(step->h2dBytesPerStep), formatBytes(step->d2hBytesPerStep),
                       step->flopsPerStep, step->predictedStepSeconds, context.target);

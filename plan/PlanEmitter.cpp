@@ -304,6 +304,9 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, llvm::StringRef
   plan.set_blas_workspace_bytes(reserve.blasWorkspace);
   plan.set_input_bytes(reserve.inputs);
   plan.set_constant_bytes(reserve.constants);
+  auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
+  plan.set_stream_masters(masters && masters.getValue());
+  plan.set_staging_bytes(reserve.staging);
   plan.set_pipeline(pipeline.str());
 
   plan::AdamW &adamw = *plan.mutable_optimizer();

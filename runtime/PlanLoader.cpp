@@ -225,7 +225,24 @@ plan::Plan loadPlan(const std::string &path) {
   for (const plan::Parameter &parameter : plan.parameters())
     if (parameter.layer() < -1)
       fail("parameter " + parameter.name() + " is in layer " + std::to_string(parameter.layer()));
+  // Device memory: each part non-negative, and their sum countable.
+  int64_t deviceBytes = 0;
+  for (auto [field, bytes] : {std::pair{"arena_bytes", plan.arena_bytes()},
+                              {"scratch_bytes", plan.scratch_bytes()},
+                              {"blas_workspace_bytes", plan.blas_workspace_bytes()},
+                              {"input_bytes", plan.input_bytes()},
+                              {"constant_bytes", plan.constant_bytes()},
+                              {"staging_bytes", plan.staging_bytes()}}) {
+    if (bytes < 0 || bytes > (int64_t{1} << 56) - deviceBytes)
+      fail(std::string("its ") + field + " is " + std::to_string(bytes));
+    deviceBytes += bytes;
+  }
   return plan;
+}
+
+int64_t planDeviceBytes(const plan::Plan &plan) {
+  return plan.arena_bytes() + plan.scratch_bytes() + plan.blas_workspace_bytes() +
+         plan.input_bytes() + plan.constant_bytes() + plan.staging_bytes();
 }
 
 const std::vector<int64_t> &stepInput(const plan::Program &program, const plan::Input &input,

@@ -18,6 +18,10 @@ std::string readFileBytes(const std::string &path, const std::string &what);
 /// The plan at `path`; throws std::runtime_error naming the file and the first problem.
 plan::Plan loadPlan(const std::string &path);
 
+/// A scheduled plan's peak device memory: its arena and the reserve beside it (kernel scratch,
+/// the cuBLASLt workspace, token inputs, constants, the streamed masters' staging).
+int64_t planDeviceBytes(const plan::Plan &plan);
+
 /// Refuses (std::runtime_error naming `flag`), before any work, an output a run could not
 /// write at its end (a folder that is missing or not writable) or one that would overwrite
 /// the plan at `planPath` or a file its parameters start from. "" is no output.

@@ -191,6 +191,38 @@ print(r.returncode, r.stderr)
 assert r.returncode != 0 and 'GiB of device memory' in r.stderr and 'GiB free of' in r.stderr
 "
 
+# Weights streamed from the fp32 masters and cast on the device (12 bytes a parameter on the
+# host) train bit for bit as from the host's bf16 copies (14): the device's round to nearest
+# even is the host's.
+part stream-masters bash -c "$run $plans/llama-masters.mtp --data $plans/llama.tokens \
+  --steps 10 --backend=cuda --metrics $out/llama-masters.jsonl | grep 'host state.*| 12.0 bytes' && \
+  $run $plans/llama-copies.mtp --data $plans/llama.tokens --steps 10 --backend=cuda \
+  --metrics $out/llama-copies.jsonl | grep 'host state.*| 14.0 bytes' && python3 -c \"
+import json, sys
+steps = [[(s['loss'], s['grad_norm']) for s in map(json.loads, open(f))] for f in sys.argv[1:]]
+print(steps[0][-1], steps[1][-1])
+assert steps[0] == steps[1] and len(steps[0]) == 10
+\" $out/llama-masters.jsonl $out/llama-copies.jsonl"
+# The 3.82B model's step with each source at 8 and 32 sequences (4 layer-major micro-batches).
+if [[ -f $plans/bench-3.8b-fp32.mtp ]]; then
+  for plan in bench-3.8b-bf16 bench-3.8b-fp32 bench-3.8b-m4-bf16 bench-3.8b-m4-fp32; do
+    part "stream-$plan" $run $plans/$plan.mtp --init random --data $plans/bench-3.8b.tokens \
+      --steps 4 --lr 1e-4 --backend=cuda --metrics "$out/stream-$plan.jsonl"
+  done
+fi
+# The largest model the host holds: 10 steps of the 9.2B plan.
+if [[ -f $plans/bench-9b.mtp ]]; then
+  part bench-9b bash -c "free -g; $run $plans/bench-9b.mtp --init random --data \
+    $plans/bench-9b.tokens --steps 10 --lr 1e-4 --backend=cuda --metrics $out/bench-9b.jsonl"
+fi
+
+# The 120.7B graph's layer measured: its 2- and 4-layer plans, 5 steps each.
+for layers in 2 4; do
+  [[ -f $plans/s120-$layers.mtp ]] && part "s120-$layers" $run $plans/s120-$layers.mtp \
+    --init random --data $plans/s120.tokens --steps 5 --lr 1e-4 --backend=cuda \
+    --metrics "$out/s120-$layers.jsonl"
+done
+
 # A checkpoint of the 3.82B benchmark model (h3072, 32 layers, 45.8 GB of masters and
 # moments): its time and size, and a resume's read and check.
 if [[ -f $plans/bench-3.8b.mtp ]]; then

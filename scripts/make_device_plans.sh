@@ -36,6 +36,11 @@ np.random.default_rng(0).integers(0, 5, 64, dtype=np.uint16).tofile('$out/gradie
   --accumulation layer-major --segment-layers=false -o "$out/llama-m2-flat.mtp"
 "$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
   -o "$out/llama-fp32.mtp"
+# Weights streamed from the host's bf16 copies and from the fp32 masters (cast on the device).
+"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --stream-weights=bf16 \
+  -o "$out/llama-copies.mtp"
+"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --stream-weights=fp32 \
+  -o "$out/llama-masters.mtp"
 "$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
   -o "$out/gpt2-fp32.mtp"
 cp "$fixtures/reference/gpt2.tokens" "$fixtures/reference/llama.tokens" "$out/"
@@ -97,8 +102,45 @@ cp "$root/../shared/bench/peer_bench.py" "$out/"
 if [[ "${WITH_3_8B:-0}" == 1 ]]; then
   /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-3.8b.onnx" 32 3072 24 24 8192 32000 2048
   "$mtc" "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 -o "$out/bench-3.8b.mtp"
+  # Both sources of the streamed weights, at 8 and 32 sequences a step.
+  for source in bf16 fp32; do
+    "$mtc" "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 --stream-weights=$source \
+      -o "$out/bench-3.8b-$source.mtp"
+    "$mtc" "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 --micro-batches 4 \
+      --stream-weights=$source -o "$out/bench-3.8b-m4-$source.mtp"
+  done
   /usr/bin/python3 -c "
 import numpy as np
 np.random.default_rng(2).integers(0, 32000, 8 * 2049 * 4, dtype=np.uint16).tofile('$out/bench-3.8b.tokens')"
   rm "$out/bench-3.8b.onnx"
+fi
+
+# With WITH_9B=1, the largest Llama-style model the device's host holds (#17): hidden 4096,
+# 41 layers, 32 heads over 8 key-value heads, SwiGLU 14336, vocabulary 32000: 9.2B parameters,
+# 110 GB of host state at 12 bytes a parameter, 8 x 2048 tokens a step.
+if [[ "${WITH_9B:-0}" == 1 ]]; then
+  /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-9b.onnx" 41 4096 32 8 14336 32000 2048
+  "$mtc" "$out/bench-9b.onnx" --input-shape input_ids:8x2048 --summary -o - | tee "$out/bench-9b.summary"
+  "$mtc" "$out/bench-9b.onnx" --input-shape input_ids:8x2048 -o "$out/bench-9b.mtp"
+  /usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(3).integers(0, 32000, 8 * 2049 * 11, dtype=np.uint16).tofile('$out/bench-9b.tokens')"
+  rm "$out/bench-9b.onnx"
+fi
+
+# With WITH_120B=1, the 120.7B graph's layers (#17): hidden 10240, 80 heads over 8 key-value
+# heads, SwiGLU 28672, 8 x 2048 tokens a step. The host holds 2 and 4 of them (35 and 61 GB at
+# 12 bytes a parameter), not 108 (1.45 TB): the device measures the 2- and 4-layer steps, whose
+# difference is a layer's, and mtc's prediction for all 108 is kept beside them.
+if [[ "${WITH_120B:-0}" == 1 ]]; then
+  for layers in 2 4 108; do
+    /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/s120-$layers.onnx" $layers 10240 80 8 28672 32000 2048
+    "$mtc" "$out/s120-$layers.onnx" --input-shape input_ids:8x2048 --summary=json \
+      -o "$out/s120-$layers.summary.json"
+    [[ $layers == 108 ]] || "$mtc" "$out/s120-$layers.onnx" --input-shape input_ids:8x2048 -o "$out/s120-$layers.mtp"
+    rm "$out/s120-$layers.onnx"
+  done
+  /usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(4).integers(0, 32000, 8 * 2049 * 6, dtype=np.uint16).tofile('$out/s120.tokens')"
 fi

@@ -1,6 +1,7 @@
 // The CUDA backend as a trainer's StepBackend: the streaming executor with what a run reports
 // of it (a start-up table, one line per step, a trace), over NCCL a rank that updates its
 // shards, and its registration.
+#include "runtime/PlanLoader.h"
 #include "runtime/cuda/Calibration.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/DeviceChecks.h"
@@ -142,11 +143,6 @@ public:
   }
 
 private:
-  /// The plan's peak device memory: its arena and the reserve beside it.
-  int64_t planPeak() const {
-    return plan.arena_bytes() + plan.scratch_bytes() + plan.blas_workspace_bytes() +
-           plan.input_bytes() + plan.constant_bytes();
-  }
   /// What the step's buffers and kernels used: the arena, pools and workspace the executor
   /// holds, and the most scratch one command used.
   int64_t held() const {
@@ -181,7 +177,8 @@ void DeviceBackend::printStartup(int64_t parameters) const {
   std::printf("device mem  | held %.3f GiB of the plan's peak %.3f GiB: arena %.3f GiB, "
               "kernel scratch %.1f MiB, cuBLASLt workspace %.1f MiB, token inputs %.1f KiB, "
               "constants %.1f KiB\n",
-              gib(static_cast<double>(memory.total())), gib(static_cast<double>(planPeak())),
+              gib(static_cast<double>(memory.total())),
+              gib(static_cast<double>(planDeviceBytes(plan))),
               gib(static_cast<double>(memory.arena)), memory.scratch / 1048576.0,
               memory.blasWorkspace / 1048576.0, memory.inputs / 1024.0, memory.constants / 1024.0);
   if (nccl)
@@ -203,7 +200,7 @@ std::string DeviceBackend::report() const {
                 "busy | device memory %.3f GiB <= plan %.3f GiB (process %.3f GiB)",
                 last.ms, plan.model_flops() / seconds / 1e12, last.copiedBytes[0] / seconds / 1e9,
                 last.copiedBytes[1] / seconds / 1e9, 100.0 * last.busyMs[1] / last.ms,
-                gib(static_cast<double>(held())), gib(static_cast<double>(planPeak())),
+                gib(static_cast<double>(held())), gib(static_cast<double>(planDeviceBytes(plan))),
                 gib(static_cast<double>(used)));
   return line;
 }
@@ -216,7 +213,7 @@ StepMeasureList DeviceBackend::measures() const {
           {"d2h_gbps", last.copiedBytes[1] / seconds / 1e9},
           {"compute_busy", last.busyMs[1] / last.ms},
           {"device_bytes", static_cast<double>(held())},
-          {"plan_peak_bytes", static_cast<double>(planPeak())},
+          {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},
           {"process_device_bytes", static_cast<double>(used)},
           {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)}};
 }
@@ -259,10 +256,9 @@ BackendKind cudaBackend() {
   };
   kind.admit = [](const plan::Plan &plan) {
     MT_CUDA_CHECK(cudaFree(nullptr)); // the context first: what is free is what the plan gets
-    int64_t reserve = plan.scratch_bytes() + plan.blas_workspace_bytes();
-    cuda::checkDeviceMemory(plan.arena_bytes() + reserve + plan.input_bytes() +
-                                plan.constant_bytes(),
-                            plan.arena_bytes(), reserve);
+    cuda::checkDeviceMemory(planDeviceBytes(plan), plan.arena_bytes(),
+                            plan.scratch_bytes() + plan.blas_workspace_bytes() +
+                                plan.staging_bytes());
   };
   kind.calibrate = cuda::calibrateDevice;
   kind.check = [](const plan::Plan &plan, HostState &state, const TokenInputs &inputs,

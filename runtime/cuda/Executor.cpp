@@ -100,13 +100,14 @@ void checkDeviceMemory(int64_t needed, int64_t arena, int64_t reserve) {
   if (needed <= static_cast<int64_t>(freeBytes))
     return;
   char numbers[256];
-  std::snprintf(numbers, sizeof numbers,
-                "the plan needs %.2f GiB of device memory (arena %.2f GiB, kernel scratch and "
-                "cuBLASLt workspace %.2f GiB, constants and inputs %.2f GiB) but the device has "
-                "%.2f GiB free of %.2f GiB",
-                needed / 1073741824.0, arena / 1073741824.0, reserve / 1073741824.0,
-                (needed - arena - reserve) / 1073741824.0, freeBytes / 1073741824.0,
-                totalBytes / 1073741824.0);
+  std::snprintf(
+      numbers, sizeof numbers,
+      "the plan needs %.2f GiB of device memory (arena %.2f GiB, kernel scratch, "
+      "cuBLASLt workspace and staging %.2f GiB, constants and inputs %.2f GiB) but the device has "
+      "%.2f GiB free of %.2f GiB",
+      needed / 1073741824.0, arena / 1073741824.0, reserve / 1073741824.0,
+      (needed - arena - reserve) / 1073741824.0, freeBytes / 1073741824.0,
+      totalBytes / 1073741824.0);
   throw CudaError(std::string(numbers) +
                   "; compile the plan for what is free (mtc --device-memory)");
 }
@@ -118,7 +119,7 @@ void Executor::build() {
                     "(scheduling is on by default)");
   for (size_t p = 0; p < state.parameters.size(); ++p) {
     const ParameterState &parameter = state.parameters[p];
-    if (!parameter.streamCopy)
+    if (!parameter.streamCopy && !plan.stream_masters())
       throw CudaError("the host state keeps no bf16 copies for the device to stream");
     // Each rank uploads what it holds of its own shard, or everything on one GPU.
     const DeviceCollectives *collectives = options.collectives;
@@ -177,9 +178,21 @@ void Executor::build() {
   if (plan.blas_workspace_bytes() <= 0)
     throw CudaError("the plan reserves no device memory beside its arena; recompile it with "
                     "this mtc");
-  checkDeviceMemory(arenaBytes + static_cast<int64_t>(constants.size()) + inputBytes +
-                        plan.scratch_bytes() + plan.blas_workspace_bytes(),
-                    arenaBytes, plan.scratch_bytes() + plan.blas_workspace_bytes());
+  // A plan that streams its masters into bf16 slots casts them through its staging buffer.
+  bool castsMasters = false;
+  if (plan.stream_masters())
+    for (const plan::Command &command : stepProgram.commands())
+      for (int r = 0; command.op() == "mt.prefetch" && r < command.results_size(); ++r)
+        castsMasters |= stepProgram.values(command.operands(r)).has_parameter() &&
+                        command.result_bytes(r) ==
+                            2 * elementsOf(stepProgram.values(command.results(r)).type());
+  if (castsMasters && plan.staging_bytes() < kDeviceAlignment)
+    throw CudaError("the plan streams its fp32 masters into bf16 slots but reserves no staging "
+                    "buffer to cast them in; recompile it with this mtc");
+  int64_t stagingBytes = castsMasters ? plan.staging_bytes() : 0;
+  int64_t reserve = plan.scratch_bytes() + plan.blas_workspace_bytes() + stagingBytes;
+  checkDeviceMemory(arenaBytes + static_cast<int64_t>(constants.size()) + inputBytes + reserve,
+                    arenaBytes, reserve);
 
   blas = std::make_unique<CublasLt>(plan.blas_workspace_bytes());
   deviceMemory.blasWorkspace = plan.blas_workspace_bytes();
@@ -193,6 +206,9 @@ void Executor::build() {
   deviceMemory.constants = static_cast<int64_t>(constants.size());
   inputPool = DeviceAllocation::create(inputBytes);
   deviceMemory.inputs = inputBytes;
+  if (stagingBytes > 0)
+    staging = DeviceAllocation::create(stagingBytes);
+  deviceMemory.staging = stagingBytes;
 
   auto bindProgram = [&](const plan::Program &program, bool isStep) {
     auto bound = std::make_unique<Program>();
@@ -404,6 +420,42 @@ cudaStream_t Executor::streamOf(const plan::Command &command, int *index) const 
                   command.stream() + "'; expected h2d, compute or d2h");
 }
 
+int64_t Executor::uploadParameter(int p, const DeviceTensor &slot, Shard shard,
+                                  cudaStream_t stream) {
+  const ParameterState &parameter = state.parameters.at(p);
+  if (parameter.count != slot.size())
+    throw CudaError("prefetch of " + plan.parameters(p).name() + ": the slot holds " +
+                    std::to_string(slot.size()) + " elements");
+  // The host holds elements [held.begin, held.end) of the parameter.
+  auto host = [&](const void *base, int64_t element, int64_t width) {
+    return const_cast<char *>(static_cast<const char *>(base)) +
+           (element - parameter.held.begin) * width;
+  };
+  int64_t width = widthOf(slot.storage);
+  if (slot.storage == Storage::F32 || parameter.streamCopy) {
+    const void *from = slot.storage == Storage::F32 ? static_cast<const void *>(parameter.master)
+                                                    : parameter.streamCopy;
+    pinned->copy(static_cast<char *>(slot.data) + shard.begin * width,
+                 host(from, shard.begin, width), shard.size() * width, cudaMemcpyHostToDevice,
+                 stream);
+    return shard.size() * width;
+  }
+  // The master crosses a piece at a time into the staging buffer and is cast from there; the
+  // stream's order keeps each piece's cast ahead of the next piece's copy over it.
+  int64_t piece = deviceMemory.staging / 4;
+  if (piece == 0)
+    throw CudaError("prefetch of " + plan.parameters(p).name() +
+                    ": the host keeps no bf16 copy of it and the plan no staging buffer");
+  for (int64_t at = shard.begin; at < shard.end; at += piece) {
+    int64_t n = std::min(piece, shard.end - at);
+    pinned->copy(staging.data(), host(parameter.master, at, 4), n * 4, cudaMemcpyHostToDevice,
+                 stream);
+    copyTensor(DeviceTensor{staging.data(), Storage::F32, {n}},
+               DeviceTensor{static_cast<char *>(slot.data) + at * 2, Storage::BF16, {n}}, stream);
+  }
+  return shard.size() * 4;
+}
+
 void Executor::runCommand(const plan::Command &command, const std::vector<DeviceTensor> &values,
                           std::vector<DeviceTensor> &results, cudaStream_t stream) {
   std::vector<DeviceTensor> operands;
@@ -504,22 +556,12 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
           measures.copiedBytes[0] += to.bytes();
           continue;
         }
-        const ParameterState &parameter = state.parameters.at(source.parameter());
-        from = to.storage == Storage::F32 ? static_cast<void *>(parameter.master)
-                                          : static_cast<void *>(parameter.streamCopy);
-        if (parameter.count != to.size())
-          throw CudaError("prefetch of " + plan.parameters(source.parameter()).name() +
-                          ": the slot holds " + std::to_string(to.size()) + " elements");
         // With ranks, this rank's shard crosses PCIe and the device gathers the rest.
         Shard shard = shardOf(to.size(), collectives ? collectives->rank() : 0,
                               collectives ? collectives->size() : 1);
-        int64_t width = widthOf(to.storage);
-        pinned->copy(static_cast<char *>(to.data) + shard.begin * width,
-                     static_cast<char *>(from) + (shard.begin - parameter.held.begin) * width,
-                     shard.size() * width, cudaMemcpyHostToDevice, stream);
-        measures.copiedBytes[0] += shard.size() * width;
+        measures.copiedBytes[0] += uploadParameter(source.parameter(), to, shard, stream);
         if (collectives)
-          collectives->gather(to.data, to.size(), static_cast<int>(width), stream);
+          collectives->gather(to.data, to.size(), static_cast<int>(widthOf(to.storage)), stream);
       }
     } else if (command.op() == "mt.offload") {
       for (int r = 0; r < command.results_size(); ++r) {

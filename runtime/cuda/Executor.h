@@ -55,18 +55,20 @@ struct StepMeasures {
 
 /// Device memory the executor holds, by use: what the plan counts as its peak.
 struct DeviceMemory {
-  int64_t arena = 0, scratch = 0, blasWorkspace = 0, constants = 0, inputs = 0;
+  int64_t arena = 0, scratch = 0, blasWorkspace = 0, constants = 0, inputs = 0, staging = 0;
   int64_t scratchUsed = 0; // the most one command's kernels have used
-  int64_t total() const { return arena + scratch + blasWorkspace + constants + inputs; }
+  int64_t total() const { return arena + scratch + blasWorkspace + constants + inputs + staging; }
 };
 
 /// Throws, with the numbers, when `needed` bytes of device memory (of which `arena`, and
-/// `reserve` for kernel scratch and the cuBLASLt workspace) are more than the device has free.
+/// `reserve` for kernel scratch, the cuBLASLt workspace and the staging buffer) are more than the
+/// device has free.
 void checkDeviceMemory(int64_t needed, int64_t arena, int64_t reserve);
 
 class Executor {
 public:
-  /// `state` must have bf16 stream copies (HostState(plan, true)) and outlive the executor.
+  /// `state` must outlive the executor, and keep bf16 stream copies (HostState(plan, true))
+  /// unless the plan streams its masters.
   /// Throws when the plan is not scheduled, or device memory is short (naming the bytes).
   Executor(const plan::Plan &plan, HostState &state, ExecutorOptions options = {});
   ~Executor();
@@ -104,6 +106,11 @@ private:
   void build();
   /// A program's values as device tensors: results placed in `base` by their offsets.
   void bind(const plan::Program &program, Program &bound, char *base);
+  /// Enqueues on `stream` the upload of parameter `p`'s elements [shard) into `slot`: from
+  /// the master or the bf16 copy as the slot stores them, or from the master through the
+  /// staging buffer, cast on the device, into a bf16 slot the host keeps no copy for.
+  /// Returns the bytes that cross PCIe.
+  int64_t uploadParameter(int p, const DeviceTensor &slot, Shard shard, cudaStream_t stream);
   void runCommand(const plan::Command &command, const std::vector<DeviceTensor> &values,
                   std::vector<DeviceTensor> &results, cudaStream_t stream);
   void runTemplate(int index, const std::vector<DeviceTensor> &arguments, char *workspace,
@@ -131,6 +138,9 @@ private:
     std::vector<Event> commandStarts, commandEnds;
   } clock;
   DeviceAllocation arena, constantPool, inputPool;
+  /// Where a streamed master lands, a piece at a time, before the h2d stream casts it into
+  /// its bf16 slot (plans that stream masters).
+  DeviceAllocation staging;
   struct FreeHostBlock {
     void operator()(char *block) const { std::free(block); }
   };

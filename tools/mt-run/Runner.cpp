@@ -171,10 +171,12 @@ int train(const Options &options) {
   auto since = [](std::chrono::steady_clock::time_point begin) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   };
-  // Only a backend that streams bf16 needs the streaming copies. A rank over processes holds
-  // its shards alone: the device gathers the rest of the weights.
-  HostState state(plan, kind.streamCopies, std::max(0, options.processRank),
-                  std::max(1, options.processes), HostState::Masters::Sharded);
+  // Only a backend that streams bf16 needs the streaming copies, and only for a plan that
+  // streams them rather than the masters. A rank over processes holds its shards alone: the
+  // device gathers the rest of the weights.
+  HostState state(plan, kind.streamCopies && !plan.stream_masters(),
+                  std::max(0, options.processRank), std::max(1, options.processes),
+                  HostState::Masters::Sharded);
   CheckpointInfo &resumed = settings.resumed;
   double resumeSeconds = 0;
   if (!resumeFrom.empty()) {

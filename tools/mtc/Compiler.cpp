@@ -85,6 +85,12 @@ llvm::cl::opt<std::string> devicePrecision(
     llvm::cl::desc("How the device stores weights and activations: bf16 (the default; "
                    "fp32 accumulation) or fp32 (twice the bytes, exact to fp32)"),
     llvm::cl::init("bf16"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> streamWeights(
+    "stream-weights",
+    llvm::cl::desc("Where streamed weights come from: auto (the cost model's choice), bf16 "
+                   "(copies on the host, 14 bytes a parameter) or fp32 (the masters, cast on "
+                   "the device: 12 bytes a parameter, twice the PCIe bytes)"),
+    llvm::cl::init("auto"), llvm::cl::cat(category));
 llvm::cl::opt<std::string> deviceMemory(
     "device-memory", llvm::cl::desc("Device memory the plan may use, e.g. 16GiB (default: the "
                                     "target's)"),
@@ -155,6 +161,10 @@ LogicalResult checkScheduleOptions() {
     llvm::errs() << "mtc: --device-precision must be bf16 or fp32\n";
     return failure();
   }
+  if (streamWeights != "auto" && streamWeights != "bf16" && streamWeights != "fp32") {
+    llvm::errs() << "mtc: --stream-weights must be auto, bf16 or fp32\n";
+    return failure();
+  }
   if (accumulation != "auto" && accumulation != "layer-major" && accumulation != "sample-major") {
     llvm::errs() << "mtc: --accumulation must be auto, layer-major or sample-major\n";
     return failure();
@@ -196,6 +206,8 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   options.accumulation = module->getAttrOfType<StringAttr>("mt.accumulation").str();
   options.checkpointsOnDevice = checkpoints == "device";
   options.recomputeInterval = module->getAttrOfType<IntegerAttr>("mt.recompute_interval").getInt();
+  auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
+  options.streamMasters = masters && masters.getValue();
   return estimateStep(module, *profile, options);
 }
 
@@ -253,6 +265,7 @@ int compilerMain(int argc, char **argv) {
     fit.checkpointsOnDevice = checkpoints == "device";
     fit.deviceMemory = *budget;
     fit.target = target;
+    fit.weightStream = streamWeights;
     pm.addPass(createFitStepPass(fit));
   }
   std::string pipeline;
