@@ -262,8 +262,16 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.h2dBytesPerStep =
       weightPasses * 2 * (layerParams + edgeParams) * stream + offloadedCheckpoints;
   estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
+  // Beside the fp32 masters, moments and any bf16 copies, pinned host slots for what lands:
+  // each checkpoint, and the fp32 gradients in a ring of three layers' where each update
+  // starts as its gradient lands (one run a step; mt-run --grad-clip keeps every gradient,
+  // 4 bytes a parameter more), or every gradient and their sum over several runs a step.
+  int64_t gradientBytes =
+      layerMajor || micro == 1
+          ? std::min(3 * std::max(maxLayerParams, edgeParams), estimate.params) * 4
+          : estimate.params * 8;
   estimate.hostBytes =
-      estimate.params * (12 + (hostCopies ? 2 : 0) + (layerMajor ? 0 : 4)) + offloadedCheckpoints;
+      estimate.params * (12 + (hostCopies ? 2 : 0)) + gradientBytes + offloadedCheckpoints;
   estimate.hostBytesPerParam =
       estimate.params ? static_cast<double>(estimate.hostBytes) / estimate.params : 0;
 

@@ -124,11 +124,12 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
         "cost model's largest phase: "
      << step->peakBreakdown << ")\n";
   os << llvm::formatv(
-      "host        {0}, {1:f1} bytes per parameter (fp32 masters and moments{2}{3}, "
-      "checkpoints)\n",
+      "host        {0}, {1:f1} bytes per parameter (fp32 masters and moments{2}, fp32 "
+      "gradients{3}, checkpoints)\n",
       formatBytes(step->hostBytes), step->hostBytesPerParam,
       step->streamMasters ? "" : ", bf16 copies",
-      step->accumulation == "sample-major" ? ", fp32 gradients" : "");
+      step->accumulation == "sample-major" && context.microBatches > 1 ? " and their sum"
+                                                                       : " of three layers");
   if (weightStream)
     os << "weights     " << weightStream.getValue() << "\n";
   os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",

@@ -29,19 +29,6 @@ uint64_t splitMix(uint64_t x) {
 
 constexpr int64_t kPage = 4096;
 
-/// The memory the kernel says a new allocation can take without swapping (MemAvailable), or
-/// -1 where it does not say.
-int64_t availableHostBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:")
-      return kib * 1024;
-  return -1;
-}
-
 /// Bytes of host state for `held` masters (with their bf16 copies when `streamCopy`) and the
 /// moments of `owned` parameters: a layer block's, or the whole state's.
 int64_t stateBytes(int64_t held, int64_t owned, bool streamCopy) {
@@ -69,6 +56,17 @@ void checkHostMemory(const std::vector<ParameterState> &parameters, bool streamC
 }
 
 } // namespace
+
+int64_t availableHostBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:")
+      return kib * 1024;
+  return -1;
+}
 
 HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int ranks,
                      Masters masters)

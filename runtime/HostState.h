@@ -14,6 +14,10 @@
 
 namespace mt {
 
+/// The memory the kernel says a new allocation can take without swapping (MemAvailable), or
+/// -1 where it does not say.
+int64_t availableHostBytes();
+
 /// One parameter's arrays: the masters and bf16 copies of the elements `held`, the moments
 /// of the elements `owned`. Owned is all `count` elements unless the state is one
 /// data-parallel rank's, whose shard it is; held is all of them, or the shard when the

@@ -11,6 +11,7 @@
 #include "runtime/cuda/kernels/KernelArgs.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -250,15 +251,30 @@ void Executor::build() {
     templates.push_back(bindProgram(layer.body(), false));
 
   // Offloaded values keep their device storage in one page-aligned host block, pinned
-  // with the host state.
+  // with the host state: each checkpoint a slot of its own, and each gradient too, or with
+  // the gradient ring a place in it.
+  std::vector<int> gradientOf(stepProgram.values_size(), -1);
+  for (int p = 0; p < stepProgram.gradients_size(); ++p)
+    gradientOf[stepProgram.gradients(p)] = p;
+  const bool ring = options.gradientRing && !options.serialize && !options.collectives;
   int64_t hostBytes = 0;
   std::vector<int64_t> hostOffsets(stepProgram.values_size(), -1);
+  std::vector<int> ringOrder; // gradients, in the order they land
+  std::vector<int64_t> offloadBytes(stepProgram.values_size(), 0);
   for (const plan::Command &command : stepProgram.commands())
     if (command.op() == "mt.offload")
       for (int r = 0; r < command.results_size(); ++r) {
-        hostOffsets[command.results(r)] = hostBytes;
-        hostBytes += alignToDevice(step->values[command.operands(r)].bytes());
+        int id = command.results(r);
+        offloadBytes[id] = alignToDevice(step->values[command.operands(r)].bytes());
+        if (ring && gradientOf[id] >= 0 && hostOffsets[id] < 0) {
+          ringOrder.push_back(id);
+          continue;
+        }
+        hostOffsets[id] = hostBytes;
+        hostBytes += offloadBytes[id];
       }
+  if (!ringOrder.empty())
+    hostBytes += placeGradientRing(ringOrder, gradientOf, offloadBytes, hostBytes, hostOffsets);
   // A parameter the loss does not reach has a constant zero gradient: it gets a zeroed host
   // slot, like an offloaded gradient (shared when parameters share the constant).
   for (int p = 0; p < stepProgram.gradients_size(); ++p) {
@@ -273,6 +289,15 @@ void Executor::build() {
     constantGradients.push_back(p);
   }
   int64_t hostPoolBytes = pageAlign(std::max<int64_t>(hostBytes, 1));
+  // Refused before it is taken: the kernel would grant it and kill the run as it pins.
+  if (int64_t available = availableHostBytes(); available >= 0 && hostPoolBytes > available) {
+    char message[256];
+    std::snprintf(message, sizeof message,
+                  "the offloaded checkpoints and gradients need %.1f GiB of host memory beside "
+                  "the host state, but this machine has %.1f GiB available",
+                  hostPoolBytes / 1073741824.0, available / 1073741824.0);
+    throw CudaError(message);
+  }
   hostPool.reset(static_cast<char *>(std::aligned_alloc(kPage, hostPoolBytes)));
   if (!hostPool)
     throw CudaError("cannot allocate " + std::to_string(hostBytes) +
@@ -378,6 +403,50 @@ void Executor::drain() {
   for (int s = 0; s < 3; ++s)
     if (streams[s])
       cudaStreamSynchronize(streams[s]);
+}
+
+int64_t Executor::placeGradientRing(const std::vector<int> &order,
+                                    const std::vector<int> &gradientOf,
+                                    const std::vector<int64_t> &bytes, int64_t base,
+                                    std::vector<int64_t> &hostOffsets) {
+  // Three of the largest layer's gradients: while a layer's land, the two before it are
+  // still being updated.
+  std::map<int64_t, int64_t> layerBytes;
+  for (int id : order)
+    layerBytes[plan.parameters(gradientOf[id]).layer()] += bytes[id];
+  int64_t capacity = 0, total = 0;
+  for (const auto &layer : layerBytes) {
+    capacity = std::max(capacity, 3 * layer.second);
+    total += layer.second;
+  }
+  capacity = std::min(capacity, total); // then each gradient has a slot of its own
+  std::vector<std::pair<int64_t, int64_t>> places;
+  int64_t at = 0;
+  for (int id : order) {
+    if (at + bytes[id] > capacity)
+      at = 0;
+    places.push_back({at, at + bytes[id]});
+    hostOffsets[id] = base + at;
+    at += bytes[id];
+  }
+  ringOccupants.assign(plan.step().gradients_size(), {});
+  for (size_t i = 0; i < order.size(); ++i)
+    for (size_t j = 0; j < order.size(); ++j)
+      if (i != j && places[i].first < places[j].second && places[j].first < places[i].second)
+        ringOccupants[gradientOf[order[i]]].push_back({gradientOf[order[j]], j < i});
+  landedRun.assign(plan.step().gradients_size(), 0);
+  return capacity;
+}
+
+void Executor::awaitLanding(int p) {
+  std::unique_lock<std::mutex> lock(landingMutex);
+  // A failed step lands nothing more: its error ends the wait.
+  while (!landing.wait_for(lock, std::chrono::milliseconds(50),
+                           [&] { return landedRun[p] >= runs; })) {
+    cudaError_t status = cudaStreamQuery(streams.d2h);
+    if (status != cudaSuccess && status != cudaErrorNotReady)
+      MT_CUDA_CHECK(status);
+  }
 }
 
 void Executor::onGradient(std::function<void(int parameter)> listener) {
@@ -510,6 +579,10 @@ void Executor::runTemplate(int index, const std::vector<DeviceTensor> &arguments
 
 StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &inputs) {
   const plan::Program &program = plan.step();
+  {
+    std::lock_guard<std::mutex> lock(landingMutex);
+    ++runs;
+  }
   for (const plan::Input &input : program.inputs()) {
     const DeviceTensor &slot = step->values[input.value()];
     const std::vector<int64_t> &values = stepInput(program, input, inputs);
@@ -535,8 +608,15 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         for (int operand : command.operands())
           if (program.values(operand).has_parameter())
             parameterAwait(program.values(operand).parameter());
-      for (int p : notices[c].parameters)
+      for (int p : notices[c].parameters) {
+        if (!ringOccupants.empty())
+          for (auto [q, sameStep] : ringOccupants[p]) {
+            if (sameStep)
+              awaitLanding(q);
+            parameterAwait(q);
+          }
         parameterAwait(p);
+      }
     }
     if (!options.serialize)
       for (int event : command.waits())
@@ -595,8 +675,15 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
           stream,
           [](void *data) {
             auto *notice = static_cast<GradientNotice *>(data);
+            Executor &executor = *notice->executor;
             for (int p : notice->parameters)
-              notice->executor->gradientListener(p);
+              executor.gradientListener(p);
+            if (executor.landedRun.empty()) // no gradient ring: nothing waits for landings
+              return;
+            std::lock_guard<std::mutex> lock(executor.landingMutex);
+            for (int p : notice->parameters)
+              executor.landedRun[p] = executor.runs;
+            executor.landing.notify_all();
           },
           &notices[c]));
     if (command.record() >= 0 && !options.serialize)

@@ -15,10 +15,12 @@
 
 #include <cuda_runtime.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,11 @@ struct ExecutorOptions {
   /// before only this rank's shard is offloaded: the rest of gradient(p) is stale, and the
   /// host copies need only this rank's shard to be current.
   DeviceCollectives *collectives = nullptr;
+  /// The fp32 gradients land in a ring of host slots two layers' gradients long instead of a
+  /// slot each (4 bytes a parameter of host memory): a gradient waits, before its offload,
+  /// for the updates of those whose slots it overlaps (awaitParameter), after they landed.
+  /// Only where each update starts as its gradient lands and nothing reads it after.
+  bool gradientRing = false;
 };
 
 /// One command as it ran: its stream, and start/end in ms from the step's start.
@@ -106,6 +113,14 @@ private:
   void build();
   /// A program's values as device tensors: results placed in `base` by their offsets.
   void bind(const plan::Program &program, Program &bound, char *base);
+  /// Places the gradients `order` (step value ids, in landing order) in a ring at `base` of
+  /// the host block, sets ringOccupants, and returns the ring's bytes.
+  /// `bytes` holds each offloaded value's host bytes.
+  int64_t placeGradientRing(const std::vector<int> &order, const std::vector<int> &gradientOf,
+                            const std::vector<int64_t> &bytes, int64_t base,
+                            std::vector<int64_t> &hostOffsets);
+  /// Blocks until parameter `p`'s gradient of this run has landed (throws if the step failed).
+  void awaitLanding(int p);
   /// Enqueues on `stream` the upload of parameter `p`'s elements [shard) into `slot`: from
   /// the master or the bf16 copy as the slot stores them, or from the master through the
   /// staging buffer, cast on the device, into a bf16 slot the host keeps no copy for.
@@ -157,6 +172,18 @@ private:
     std::vector<int> parameters;
   };
   std::vector<GradientNotice> notices;
+  /// With the gradient ring: per parameter, those whose host slots its gradient's overlaps
+  /// (each lands before it in a step, or after it in the step before).
+  struct RingOccupant {
+    int parameter;
+    bool sameStep; // lands earlier in the same step, not later in the step before
+  };
+  std::vector<std::vector<RingOccupant>> ringOccupants;
+  /// Per parameter, the last run whose gradient of it has landed (set after the listener).
+  std::vector<int64_t> landedRun;
+  int64_t runs = 0;
+  std::mutex landingMutex;
+  std::condition_variable landing;
   std::function<void(int)> gradientListener;
   std::function<void(int)> parameterAwait;
   std::vector<int> constantGradients; // parameters whose gradient is a constant zero

@@ -31,6 +31,10 @@ struct BackendSettings {
   /// made (BackendKind::launch); 0 processes: a run of one.
   int processes = 0, processRank = -1;
   const void *group = nullptr;
+  /// cuda: each gradient's update starts as it lands and nothing reads it after (no clipping,
+  /// one run a step, no ranks: the Trainer's gated guard), so a backend may land later
+  /// gradients in the host memory of earlier ones once their updates have run.
+  bool gradientsConsumedOnLanding = false;
 };
 
 /// The step's inputs to AdamW, for a backend whose ranks share the update.

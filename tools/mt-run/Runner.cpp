@@ -264,6 +264,9 @@ int train(const Options &options) {
     backendSettings.processes = options.processes;
     backendSettings.processRank = options.processRank;
     backendSettings.group = options.group;
+    backendSettings.gradientsConsumedOnLanding =
+        plan.optimizer().grad_clip() <= 0 && options.processes == 0 && !options.serialize &&
+        (stepInputs.layerMajor() || plan.micro_batches() <= 1);
     auto made = std::chrono::steady_clock::now();
     backend = kind.make(plan, state, backendSettings);
     backend->printStartup(parameters);
