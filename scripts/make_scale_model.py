@@ -1,6 +1,8 @@
 # Writes a Llama-style ONNX graph of any size whose weights are external data in a file that
 # does not exist: the compiler must plan a 100B+ model without reading a byte of it.
-# Usage: make_scale_model.py OUT.onnx LAYERS HIDDEN HEADS KV_HEADS FFN VOCAB SEQ
+# Usage: make_scale_model.py OUT.onnx LAYERS HIDDEN HEADS KV_HEADS FFN VOCAB SEQ [causal]
+# With `causal`, attention is opset 23's Attention node (is_causal): no SEQ x SEQ mask is
+# written, so long sequences fit in a model file.
 # Nodes are the primitive chains torch's exporter writes (RMSNorm, attention with an additive
 # causal mask, SwiGLU), so the raising passes see what they see in real models.
 import sys
@@ -11,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper, save_model
 
 def main():
     out, layers, hidden, heads, kv, ffn, vocab, seq = sys.argv[1], *map(int, sys.argv[2:9])
+    causal = sys.argv[9:] == ["causal"]
     head = hidden // heads
     nodes, inits = [], []
     offset = [0]
@@ -39,7 +42,7 @@ def main():
     two, eps = const("two", np.float32(2.0)), const("eps", np.float32(1e-5))
     one = const("one", np.float32(1.0))
     scale = const("scale", np.float32(1.0 / np.sqrt(head)))
-    mask = const("mask", np.triu(np.full((seq, seq), -np.inf, np.float32), 1))
+    mask = None if causal else const("mask", np.triu(np.full((seq, seq), -np.inf, np.float32), 1))
     q_shape = const("q_shape", np.array([0, 0, heads, head], np.int64))
     kv_shape = const("kv_shape", np.array([0, 0, kv, head], np.int64))
     merged = const("merged", np.array([0, 0, hidden], np.int64))
@@ -72,10 +75,14 @@ def main():
         q = heads_of(linear(n, t + ".q", hidden, hidden, t + "/q"), q_shape, t + "/qh")
         k = heads_of(linear(n, t + ".k", kv * head, hidden, t + "/k"), kv_shape, t + "/kh")
         v = heads_of(linear(n, t + ".v", kv * head, hidden, t + "/v"), kv_shape, t + "/vh")
-        kt = node("Transpose", [repeat(k, t + "/kr")], t + "/kt", perm=[0, 1, 3, 2])
-        s = node("Mul", [node("MatMul", [q, kt], t + "/qk"), scale], t + "/scaled")
-        p = node("Softmax", [node("Add", [s, mask], t + "/masked")], t + "/p", axis=-1)
-        a = node("MatMul", [p, repeat(v, t + "/vr")], t + "/av")
+        if causal:
+            a = node("Attention", [q, k, v], t + "/attention", is_causal=1,
+                     scale=float(1.0 / np.sqrt(head)))
+        else:
+            kt = node("Transpose", [repeat(k, t + "/kr")], t + "/kt", perm=[0, 1, 3, 2])
+            s = node("Mul", [node("MatMul", [q, kt], t + "/qk"), scale], t + "/scaled")
+            p = node("Softmax", [node("Add", [s, mask], t + "/masked")], t + "/p", axis=-1)
+            a = node("MatMul", [p, repeat(v, t + "/vr")], t + "/av")
         a = node("Reshape", [node("Transpose", [a], t + "/at", perm=[0, 2, 1, 3]), merged], t + "/a")
         x = node("Add", [x, linear(a, t + ".o", hidden, hidden, t + "/o")], t + "/res1")
         n = rms_norm(x, t + ".norm2", t + "/norm2")
@@ -90,8 +97,8 @@ def main():
         [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", seq])],
         [helper.make_tensor_value_info(logits, TensorProto.FLOAT, ["batch", seq, vocab])],
         inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23 if causal else 17)])
+    model.ir_version = 11 if causal else 8
     save_model(model, out)
     print(f"{out}: {layers} layers, {offset[0] // 4} parameters in absent.weights")
 
