@@ -241,7 +241,7 @@ fi
 # Long context: the 7B shape at sequences 32768 and 57344 in 16 GiB plans, 3 steps each.
 for seq in 32768 57344; do
   [[ -f $plans/long-$seq.mtp ]] && part long-$seq $run $plans/long-$seq.mtp --init random \
-    --data $plans/long-$seq.tokens --steps 3 --lr 1e-4 --backend=cuda --metrics "$out/long-$seq.jsonl"
+    --data $plans/long-$seq.tokens --steps $((seq > 40000 ? 2 : 3)) --lr 1e-4 --backend=cuda --metrics "$out/long-$seq.jsonl"
 done
 
 # The 120.7B graph's layer measured: its 2- and 4-layer plans, 5 steps each.

@@ -153,7 +153,7 @@ fi
 
 # With WITH_LONG=1, long context (#17): the Llama-2-7B shape at sequences 32768 and 57344
 # (opset 23's causal Attention: no sequence x sequence mask in the model) within a 16 GiB device
-# budget (their plans' peaks are 8.9 and 14.6 GiB; 65536 needs 16.2).
+# budget (their plans' peaks are 8.4 and 13.7 GiB).
 if [[ "${WITH_LONG:-0}" == 1 ]]; then
   for seq in 32768 57344; do
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/long-$seq.onnx" 32 4096 32 32 11008 32000 $seq causal

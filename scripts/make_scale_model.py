@@ -49,10 +49,13 @@ def main():
     expand = const("expand", np.array([1, 1, heads // kv, 1, 1], np.int64))
     grouped = const("grouped", np.array([0, heads, seq, head], np.int64))
     axis2 = const("axis2", np.array([2], np.int64))
+    last = const("last", np.array([-1], np.int64))
 
     def rms_norm(x, w, tag):
         p = node("Pow", [x, two], tag + "/pow")
-        m = node("ReduceMean", [p], tag + "/mean", axes=[-1], keepdims=1)
+        # Opset 18 moved ReduceMean's axes from an attribute to an input.
+        m = (node("ReduceMean", [p, last], tag + "/mean", keepdims=1) if causal else
+             node("ReduceMean", [p], tag + "/mean", axes=[-1], keepdims=1))
         s = node("Sqrt", [node("Add", [m, eps], tag + "/add")], tag + "/sqrt")
         r = node("Div", [one, s], tag + "/inv")
         return node("Mul", [weight(w, [hidden]), node("Mul", [x, r], tag + "/scale")], tag + "/out")
