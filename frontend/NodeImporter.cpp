@@ -103,6 +103,12 @@ private:
   FailureOr<std::optional<Shape>> axesOperand(int64_t inputSince) {
     if (graph.opset < inputSince)
       return attrInts("axes");
+    // Read as absent, the attribute would reduce every axis: a silently different model.
+    if (attr("axes")) {
+      error() << "has an 'axes' attribute, which opset " << inputSince
+              << " replaced by input 1 (this model imports opset " << graph.opset << ")";
+      return failure();
+    }
     if (!has(1))
       return std::optional<Shape>();
     FailureOr<Shape> axes = knownInts(1, "axes");

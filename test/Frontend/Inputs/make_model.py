@@ -83,6 +83,11 @@ def reduce_runtime_axes():
                  [f32("x", [2, 4]), i64("axes", [1])], [f32("y", [2, 1])], opset=18)
 
 
+def reduce_axes_attribute():
+    return model([helper.make_node("ReduceMean", ["x"], ["y"], name="mean", axes=[-1])],
+                 [f32("x", [2, 4])], [f32("y", [2, 1])], opset=18)
+
+
 def layernorm_axis():
     scale = helper.make_tensor("scale", TensorProto.FLOAT, [3, 4], [1.0] * 12)
     return model([helper.make_node("LayerNormalization", ["x", "scale"], ["y"], name="ln",
