@@ -52,7 +52,7 @@ public:
     options.serialize = settings.serialize;
     options.timeCommands = true;
     options.collectives = nccl.get();
-    options.gradientRing = settings.gradientsConsumedOnLanding && !nccl;
+    options.gradientRing = settings.gradientsConsumedOnLanding;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
     // This rank updates its shards, from gradients the device averaged, as the updates
     // overlap the device; the loss and the norm over the ranks are the host's only

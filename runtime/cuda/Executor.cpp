@@ -253,9 +253,9 @@ void Executor::build() {
   // Offloaded values keep their device storage in one page-aligned host block, pinned
   // with the host state: each checkpoint a slot of its own, and each gradient too, or with
   // the gradient ring a place in it.
-  std::vector<int> gradientOf(stepProgram.values_size(), -1);
+  gradientParameter.assign(stepProgram.values_size(), -1);
   for (int p = 0; p < stepProgram.gradients_size(); ++p)
-    gradientOf[stepProgram.gradients(p)] = p;
+    gradientParameter[stepProgram.gradients(p)] = p;
   const bool ring = options.gradientRing && !options.serialize && !options.collectives;
   int64_t hostBytes = 0;
   std::vector<int64_t> hostOffsets(stepProgram.values_size(), -1);
@@ -266,7 +266,7 @@ void Executor::build() {
       for (int r = 0; r < command.results_size(); ++r) {
         int id = command.results(r);
         offloadBytes[id] = alignToDevice(step->values[command.operands(r)].bytes());
-        if (ring && gradientOf[id] >= 0 && hostOffsets[id] < 0) {
+        if (ring && gradientParameter[id] >= 0 && hostOffsets[id] < 0) {
           ringOrder.push_back(id);
           continue;
         }
@@ -274,7 +274,7 @@ void Executor::build() {
         hostBytes += offloadBytes[id];
       }
   if (!ringOrder.empty())
-    hostBytes += placeGradientRing(ringOrder, gradientOf, offloadBytes, hostBytes, hostOffsets);
+    hostBytes += placeGradientRing(ringOrder, offloadBytes, hostBytes, hostOffsets);
   // A parameter the loss does not reach has a constant zero gradient: it gets a zeroed host
   // slot, like an offloaded gradient (shared when parameters share the constant).
   for (int p = 0; p < stepProgram.gradients_size(); ++p) {
@@ -334,9 +334,6 @@ void Executor::build() {
                       " is not offloaded to the host in fp32; recompile the plan with this mtc");
     gradients.push_back(reinterpret_cast<float *>(gradient.data));
   }
-  gradientParameter.assign(stepProgram.values_size(), -1);
-  for (int p = 0; p < stepProgram.gradients_size(); ++p)
-    gradientParameter[stepProgram.gradients(p)] = p;
   notices.assign(stepProgram.commands_size(), {this, {}});
   for (int c = 0; c < stepProgram.commands_size(); ++c) {
     const plan::Command &command = stepProgram.commands(c);
@@ -406,14 +403,13 @@ void Executor::drain() {
 }
 
 int64_t Executor::placeGradientRing(const std::vector<int> &order,
-                                    const std::vector<int> &gradientOf,
                                     const std::vector<int64_t> &bytes, int64_t base,
                                     std::vector<int64_t> &hostOffsets) {
   // Three of the largest layer's gradients: while a layer's land, the two before it are
   // still being updated.
   std::map<int64_t, int64_t> layerBytes;
   for (int id : order)
-    layerBytes[plan.parameters(gradientOf[id]).layer()] += bytes[id];
+    layerBytes[plan.parameters(gradientParameter[id]).layer()] += bytes[id];
   int64_t capacity = 0, total = 0;
   for (const auto &layer : layerBytes) {
     capacity = std::max(capacity, 3 * layer.second);
@@ -433,7 +429,7 @@ int64_t Executor::placeGradientRing(const std::vector<int> &order,
   for (size_t i = 0; i < order.size(); ++i)
     for (size_t j = 0; j < order.size(); ++j)
       if (i != j && places[i].first < places[j].second && places[j].first < places[i].second)
-        ringOccupants[gradientOf[order[i]]].push_back({gradientOf[order[j]], j < i});
+        ringOccupants[gradientParameter[order[i]]].push_back({gradientParameter[order[j]], j < i});
   landedRun.assign(plan.step().gradients_size(), 0);
   return capacity;
 }

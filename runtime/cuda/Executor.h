@@ -40,7 +40,8 @@ struct ExecutorOptions {
   /// The fp32 gradients land in a ring of host slots two layers' gradients long instead of a
   /// slot each (4 bytes a parameter of host memory): a gradient waits, before its offload,
   /// for the updates of those whose slots it overlaps (awaitParameter), after they landed.
-  /// Only where each update starts as its gradient lands and nothing reads it after.
+  /// Only where each update starts as its gradient lands and nothing reads it after; off
+  /// when serialized (no reuse) and with collectives.
   bool gradientRing = false;
 };
 
@@ -116,9 +117,8 @@ private:
   /// Places the gradients `order` (step value ids, in landing order) in a ring at `base` of
   /// the host block, sets ringOccupants, and returns the ring's bytes.
   /// `bytes` holds each offloaded value's host bytes.
-  int64_t placeGradientRing(const std::vector<int> &order, const std::vector<int> &gradientOf,
-                            const std::vector<int64_t> &bytes, int64_t base,
-                            std::vector<int64_t> &hostOffsets);
+  int64_t placeGradientRing(const std::vector<int> &order, const std::vector<int64_t> &bytes,
+                            int64_t base, std::vector<int64_t> &hostOffsets);
   /// Blocks until parameter `p`'s gradient of this run has landed (throws if the step failed).
   void awaitLanding(int p);
   /// Enqueues on `stream` the upload of parameter `p`'s elements [shard) into `slot`: from

@@ -265,7 +265,7 @@ int train(const Options &options) {
     backendSettings.processRank = options.processRank;
     backendSettings.group = options.group;
     backendSettings.gradientsConsumedOnLanding =
-        plan.optimizer().grad_clip() <= 0 && options.processes == 0 && !options.serialize &&
+        plan.optimizer().grad_clip() <= 0 && options.processes == 0 &&
         (stepInputs.layerMajor() || plan.micro_batches() <= 1);
     auto made = std::chrono::steady_clock::now();
     backend = kind.make(plan, state, backendSettings);
