@@ -640,8 +640,9 @@ LogicalResult NodeImporter::attention() {
   for (int i = 1; i < node.output_size(); ++i)
     if (!node.output(i).empty())
       return error() << "output " << i << " (present key/value, scores) is not supported";
-  if (attrFloat("softcap", 0.0) != 0.0)
-    return error() << "softcap is not supported";
+  double softcap = attrFloat("softcap", 0.0);
+  if (softcap < 0.0 || std::isnan(softcap))
+    return error() << "softcap must be 0 (none) or positive, got " << softcap;
   if (rank(0) != 4 || rank(1) != 4 || rank(2) != 4)
     return error() << "Q, K and V must be [batch, heads, sequence, head size]; got "
                    << formatShape(shape(0)) << ", " << formatShape(shape(1)) << ", "
@@ -679,7 +680,8 @@ LogicalResult NodeImporter::attention() {
     return failure();
   return produce(0, b.create<AttentionOp>(loc, tensorType(*out, q), q, k, v, Value(),
                                           b.getF64FloatAttr(scale),
-                                          causal ? b.getUnitAttr() : UnitAttr())
+                                          causal ? b.getUnitAttr() : UnitAttr(), IntegerAttr(),
+                                          softcap > 0.0 ? b.getF64FloatAttr(softcap) : FloatAttr())
                         .getResult());
 }
 

@@ -268,10 +268,22 @@ static LogicalResult verifyKeyLengths(Operation *op, Value keyLengths, Value que
   return error.empty() ? success() : op->emitOpError(error);
 }
 
+/// A sliding window needs causal attention (its keys end at the query) and at least one key;
+/// a soft cap is a positive bound.
+static LogicalResult verifyWindowAndCap(Operation *op, bool causal, IntegerAttr window,
+                                        FloatAttr softcap) {
+  if (window && (window.getInt() < 1 || !causal))
+    return op->emitOpError("window must be at least 1 and needs causal, got ") << window.getInt();
+  if (softcap && !(softcap.getValueAsDouble() > 0.0))
+    return op->emitOpError("softcap must be positive, got ") << softcap.getValueAsDouble();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifySameElementType(*this, {getQuery(), getKey(), getValue()})))
     return failure();
-  if (failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())))
+  if (failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())) ||
+      failed(verifyWindowAndCap(*this, getCausal(), getWindowAttr(), getSoftcapAttr())))
     return failure();
   return verifyResultShape(*this, attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
                                                  shapeOf(getValue()), getCausal(),
@@ -432,7 +444,8 @@ LogicalResult AttentionGradOp::verify() {
   FailureOr<Shape> out = attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
                                         shapeOf(getValue()), getCausal(),
                                         [&] { return emitOpError(); });
-  if (failed(out) || failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())))
+  if (failed(out) || failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())) ||
+      failed(verifyWindowAndCap(*this, getCausal(), getWindowAttr(), getSoftcapAttr())))
     return failure();
   if (shapeOf(getGrad()) != llvm::ArrayRef<int64_t>(*out))
     return emitOpError("grad shape ") << formatShape(shapeOf(getGrad())) << " should be "

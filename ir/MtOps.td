@@ -369,19 +369,25 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
     Hkv divides Hq and query head h reads key/value head h / (Hq / Hkv). Result [B, Hq, T, Dv].
     With `key_lengths` [B] (integers), sequence b attends to its first key_lengths[b] keys
     only: the keys after them are right padding. A row that sees no key is zero.
+    `window` W (causal only) is a sliding window: query i sees keys i - W < j <= i, as
+    Mistral's and the Gemma 2/3 local layers' masks do. `softcap` c caps the logits before
+    the mask, s -> c * tanh(s / c) (Gemma 2).
 
     ```mlir
     %0 = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
     %1 = mt.attention %q, %k, %v key_lengths %n scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2xi64>) -> tensor<2x4x16x8xf32>
+    %2 = mt.attention %q, %k, %v scale = 0.25 causal window = 4096 softcap = 50.0 : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
     ```
   }];
   let arguments = (ins MT_FloatTensor:$query, MT_FloatTensor:$key, MT_FloatTensor:$value,
                        Optional<MT_IndexTensor>:$key_lengths, F64Attr:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs MT_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`key_lengths` $key_lengths^)? `scale` `=` $scale
-    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

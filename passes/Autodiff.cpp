@@ -396,9 +396,9 @@ LogicalResult Differentiator::differentiate(Operation *op) {
       })
       .Case<AttentionOp>([&](AttentionOp a) {
         auto grad = b.create<AttentionGradOp>(
-            loc, a.getQuery().getType(), a.getKey().getType(), a.getValue().getType(),
-            a.getQuery(), a.getKey(), a.getValue(), g, a.getKeyLengths(), a.getScaleAttr(),
-            a.getCausalAttr());
+            loc, a.getQuery().getType(), a.getKey().getType(), a.getValue().getType(), a.getQuery(),
+            a.getKey(), a.getValue(), g, a.getKeyLengths(), a.getScaleAttr(), a.getCausalAttr(),
+            a.getWindowAttr(), a.getSoftcapAttr());
         accumulate(a.getQuery(), grad.getQueryGrad());
         accumulate(a.getKey(), grad.getKeyGrad());
         accumulate(a.getValue(), grad.getValueGrad());

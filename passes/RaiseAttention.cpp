@@ -1,4 +1,5 @@
-// mt-raise-attention: scaled dot-product attention with a causal mask becomes mt.attention.
+// mt-raise-attention: scaled dot-product attention with a causal mask (or a sliding window's
+// band) becomes mt.attention, soft-capped logits (c * tanh(s / c), Gemma 2) included.
 //
 //   %s = mt.matmul %q, %k transpose_rhs ; %t = mt.mul %s, %scale
 //   %u = mt.add %t, %causal_mask ; %p = mt.softmax %u axis = 3
@@ -77,88 +78,106 @@ Heads unrepeatedHeads(const Heads &heads) {
   return Heads::of(split.getInput());
 }
 
-/// The causal triangles a constant mask over [..., T, T] may be.
+/// The forms a causal mask over [..., T, T] may take as a constant, where query i keeps
+/// keys i - W < j <= i (a band of W keys, a sliding window; W = 0: every j <= i).
 enum class Triangle {
-  Kept,     // nonzero at and below the diagonal, zero above: the scores a boolean keeps
+  Kept,     // nonzero where kept, zero elsewhere: the scores a boolean keeps
   Dropped,  // its complement: the scores a boolean drops
-  Additive, // 0 at and below the diagonal, a masked score above: added to the scores
+  Additive, // 0 where kept, a masked score elsewhere: added to the scores
 };
 
-bool holds(Triangle triangle, int64_t i, int64_t j, double value) {
-  switch (triangle) {
-  case Triangle::Kept:
-    return (j <= i) == (value != 0);
-  case Triangle::Dropped:
-    return (j <= i) == (value == 0);
-  case Triangle::Additive:
-    return j <= i ? value == 0 : value <= kMaskedScore;
-  }
-  return false;
+/// Whether an element of a `triangle` mask says its score is kept.
+bool keeps(Triangle triangle, double value) {
+  return triangle == Triangle::Kept ? value != 0 : value == 0;
 }
 
-/// Masks already checked in this run of the pass: a mask is one uniqued attribute however
-/// many layers read it (a 2048 x 2048 triangle is 4M elements; a 108-layer model reads it 108
-/// times).
-llvm::DenseMap<std::tuple<const void *, int64_t, int>, bool> &checkedMasks() {
-  static llvm::DenseMap<std::tuple<const void *, int64_t, int>, bool> checked;
+bool holds(Triangle triangle, int64_t window, int64_t i, int64_t j, double value) {
+  bool kept = j <= i && (window == 0 || i - j < window);
+  if (triangle == Triangle::Additive && !kept)
+    return value <= kMaskedScore;
+  return keeps(triangle, value) == kept;
+}
+
+/// Masks already checked in this run of the pass, with the window found: a mask is one
+/// uniqued attribute however many layers read it (a 2048 x 2048 triangle is 4M elements; a
+/// 108-layer model reads it 108 times).
+llvm::DenseMap<std::tuple<const void *, int64_t, int>, std::optional<int64_t>> &checkedMasks() {
+  static llvm::DenseMap<std::tuple<const void *, int64_t, int>, std::optional<int64_t>> checked;
   return checked;
 }
 
-/// Whether `values`, row-major over [..., T, T], are `triangle` everywhere.
-template <typename Range> bool allHold(Range values, int64_t t, Triangle triangle) {
+/// The window W of `values`, row-major over [..., T, T], when every [T, T] slice is the
+/// `triangle` of W (0: the whole triangle, or a window as wide); else nothing. The last
+/// query's first kept key tells W.
+template <typename Range>
+std::optional<int64_t> windowOf(Range values, int64_t t, Triangle triangle) {
+  int64_t firstKept = t, n = 0;
+  for (auto value : values) {
+    if (n >= (t - 1) * t && keeps(triangle, static_cast<double>(value))) {
+      firstKept = n - (t - 1) * t;
+      break;
+    }
+    if (++n == t * t)
+      break;
+  }
+  if (firstKept == t)
+    return std::nullopt;
+  int64_t window = firstKept == 0 ? 0 : t - firstKept;
   int64_t i = 0, j = 0;
   for (auto value : values) {
-    if (!holds(triangle, i, j, static_cast<double>(value)))
-      return false;
+    if (!holds(triangle, window, i, j, static_cast<double>(value)))
+      return std::nullopt;
     if (++j == t) {
       j = 0;
       i = i + 1 == t ? 0 : i + 1;
     }
   }
-  return true;
+  return window;
 }
 
-/// True when the constant `mask`, broadcast over [..., T, T], is `triangle` everywhere.
-bool isTriangular(Value mask, int64_t t, Triangle triangle) {
+/// The window (0: none) when the constant `mask`, broadcast over [..., T, T], is a causal
+/// `triangle` everywhere; else nothing.
+std::optional<int64_t> causalWindow(Value mask, int64_t t, Triangle triangle) {
   DenseElementsAttr attr;
   if (!matchPattern(mask, m_Constant(&attr)))
-    return false;
+    return std::nullopt;
   llvm::ArrayRef<int64_t> shape = attr.getType().getShape();
   if (shape.size() < 2 || shape[shape.size() - 1] != t || shape[shape.size() - 2] != t)
-    return false;
+    return std::nullopt;
   if (attr.isSplat() && t > 1) // a triangle differs below and above its diagonal
-    return false;
+    return std::nullopt;
   auto key = std::make_tuple(attr.getAsOpaquePointer(), t, static_cast<int>(triangle));
-  auto [entry, inserted] = checkedMasks().try_emplace(key, false);
-  if (!inserted)
-    return entry->second;
+  if (auto it = checkedMasks().find(key); it != checkedMasks().end())
+    return it->second;
   Type element = attr.getElementType();
-  bool result;
+  std::optional<int64_t> result;
   if (element.isF32())
-    result = allHold(attr.getValues<float>(), t, triangle);
+    result = windowOf(attr.getValues<float>(), t, triangle);
   else if (element.isF64())
-    result = allHold(attr.getValues<double>(), t, triangle);
+    result = windowOf(attr.getValues<double>(), t, triangle);
   else if (llvm::isa<FloatType>(element))
-    result = allHold(llvm::map_range(attr.getValues<APFloat>(),
-                                     [](const APFloat &v) { return v.convertToDouble(); }),
-                     t, triangle);
+    result = windowOf(llvm::map_range(attr.getValues<APFloat>(),
+                                      [](const APFloat &v) { return v.convertToDouble(); }),
+                      t, triangle);
   else if (element.isInteger(1))
-    result = allHold(attr.getValues<bool>(), t, triangle);
+    result = windowOf(attr.getValues<bool>(), t, triangle);
   else if (element.isInteger(64))
-    result = allHold(attr.getValues<int64_t>(), t, triangle);
+    result = windowOf(attr.getValues<int64_t>(), t, triangle);
   else
-    result = allHold(llvm::map_range(attr.getValues<APInt>(),
-                                     [](const APInt &v) { return v.isZero() ? 0.0 : 1.0; }),
-                     t, triangle);
+    result = windowOf(llvm::map_range(attr.getValues<APInt>(),
+                                      [](const APInt &v) { return v.isZero() ? 0.0 : 1.0; }),
+                      t, triangle);
   checkedMasks()[key] = result;
   return result;
 }
 
-/// Which scores a mask keeps: those at or below the diagonal when `causal`, and where a
-/// right-padded mask input [B, S] is set, those of each sequence's first tokens.
+/// Which scores a mask keeps: those at or below the diagonal when `causal` (within `window`
+/// keys of it when that is set), and where a right-padded mask input [B, S] is set, those of
+/// each sequence's first tokens.
 struct Mask {
   bool causal = false;
   BlockArgument padding = nullptr;
+  int64_t window = 0;
 };
 
 /// A function's integer input [B, S] read as booleans [B, 1, 1, S] (a cast to i1 and reshapes,
@@ -190,9 +209,9 @@ BlockArgument paddingInput(Value view, llvm::ArrayRef<int64_t> scores) {
 /// The mask of `keep` (true where a score counts, over scores [B, H, T, T]): the causal triangle, a
 /// padding input, or both joined as where(x, y, false); else nothing.
 std::optional<Mask> keptScores(Value keep, llvm::ArrayRef<int64_t> scores) {
-  auto isCausal = [&](Value value) { return isTriangular(value, scores[3], Triangle::Kept); };
-  if (isCausal(keep))
-    return Mask{true};
+  auto causal = [&](Value value) { return causalWindow(value, scores[3], Triangle::Kept); };
+  if (std::optional<int64_t> window = causal(keep))
+    return Mask{true, nullptr, *window};
   if (BlockArgument padding = paddingInput(keep, scores))
     return Mask{false, padding};
   auto both = keep.getDefiningOp<WhereOp>();
@@ -201,8 +220,9 @@ std::optional<Mask> keptScores(Value keep, llvm::ArrayRef<int64_t> scores) {
   for (bool swapped : {false, true}) {
     Value triangle = swapped ? both.getTrueValue() : both.getCondition();
     Value view = swapped ? both.getCondition() : both.getTrueValue();
-    if (BlockArgument padding = paddingInput(view, scores); padding && isCausal(triangle))
-      return Mask{true, padding};
+    if (BlockArgument padding = paddingInput(view, scores))
+      if (std::optional<int64_t> window = causal(triangle))
+        return Mask{true, padding, *window};
   }
   return std::nullopt;
 }
@@ -225,16 +245,17 @@ std::optional<std::pair<Value, Mask>> unmaskedScores(Value masked) {
       if (keepFirst)
         return keptScores(where.getCondition(), shape);
       // Mirrored: only the causal triangle, whose complement is a constant too.
-      if (isTriangular(where.getCondition(), shape[3], Triangle::Dropped))
-        return Mask{true};
+      if (std::optional<int64_t> window =
+              causalWindow(where.getCondition(), shape[3], Triangle::Dropped))
+        return Mask{true, nullptr, *window};
     }
     return std::nullopt;
   };
   if (auto add = masked.getDefiningOp<AddOp>()) {
     for (bool swapped : {false, true}) {
       auto [scores, mask] = operandOrder(add, swapped);
-      if (isTriangular(mask, shape[3], Triangle::Additive))
-        return std::make_pair(scores, Mask{true});
+      if (std::optional<int64_t> window = causalWindow(mask, shape[3], Triangle::Additive))
+        return std::make_pair(scores, Mask{true, nullptr, *window});
       auto where = mask.getDefiningOp<WhereOp>();
       if (!where || llvm::cast<RankedTensorType>(scores.getType()).getShape() != shape)
         continue;
@@ -275,6 +296,19 @@ std::pair<Value, double> unscaledScores(Value scaled) {
     if (std::optional<double> divisor = scalarConstant(div.getRhs()))
       return {div.getLhs(), 1.0 / *divisor};
   return unscaledOperand(scaled);
+}
+
+/// For logits soft-capped as c * tanh(s / c) (the division as a product by 1 / c, either
+/// factor on either side), s and c; else nothing.
+std::optional<std::pair<Value, double>> uncappedScores(Value capped) {
+  auto [bounded, cap] = unscaledOperand(capped);
+  auto tanh = bounded.getDefiningOp<TanhOp>();
+  if (!tanh || !(cap > 0.0))
+    return std::nullopt;
+  auto [scores, inverse] = unscaledScores(tanh.getInput());
+  if (std::abs(inverse * cap - 1.0) > 1e-6)
+    return std::nullopt;
+  return std::make_pair(scores, cap);
 }
 
 /// For k^T [B, H, D, S] written as a transpose of k [B, H, S, D] (of any 4-D tensor, or of
@@ -345,6 +379,9 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
     if (std::optional<std::pair<Value, Mask>> unmasked = unmaskedScores(scores))
       std::tie(scores, mask) = *unmasked;
     bool causal = mask.causal;
+    std::optional<double> softcap;
+    if (std::optional<std::pair<Value, double>> uncapped = uncappedScores(scores))
+      std::tie(scores, softcap) = *uncapped;
     auto [raw, scale] = unscaledScores(scores);
     auto product = raw.getDefiningOp<MatmulOp>();
     // A mask that is not causal (or any other op on the scores) stops the match here.
@@ -377,7 +414,9 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
     Value keyLengths = mask.padding ? keyLengthsOf(mask.padding, output, rewriter) : Value();
     rewriter.replaceOpWithNewOp<AttentionOp>(
         output, output.getType(), query, key.build(rewriter, loc), value.build(rewriter, loc),
-        keyLengths, rewriter.getF64FloatAttr(scale), causal ? rewriter.getUnitAttr() : UnitAttr());
+        keyLengths, rewriter.getF64FloatAttr(scale), causal ? rewriter.getUnitAttr() : UnitAttr(),
+        mask.window ? rewriter.getI64IntegerAttr(mask.window) : IntegerAttr(),
+        softcap ? rewriter.getF64FloatAttr(*softcap) : FloatAttr());
     return success();
   }
 };

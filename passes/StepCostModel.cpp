@@ -29,6 +29,14 @@ int64_t elementsOf(Type type) {
   return numElements(llvm::cast<RankedTensorType>(type).getShape());
 }
 
+/// The keys each query of an attention over `key` [B, H, S, D] is counted against: all S, or
+/// under a sliding window at most its width.
+double keysSeen(Value key, std::optional<uint64_t> window) {
+  int64_t keys = llvm::cast<RankedTensorType>(key.getType()).getShape()[2];
+  return static_cast<double>(window ? std::min<int64_t>(keys, static_cast<int64_t>(*window))
+                                    : keys);
+}
+
 /// Dense FLOPs of the ops that run on tensor cores; the rest is bound by memory.
 double tensorCoreFlops(Operation *op) {
   auto shapeOf = [](Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); };
@@ -39,15 +47,15 @@ double tensorCoreFlops(Operation *op) {
   }
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return 2.0 * elementsOf(linear.getType()) * shapeOf(linear.getInput()).back();
-  auto attentionWork = [&](Value query, Value key) {
-    llvm::ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
-    return static_cast<double>(q[0]) * q[1] * q[2] * k[2] * q[3];
+  auto attentionWork = [&](Value query, Value key, std::optional<uint64_t> window) {
+    llvm::ArrayRef<int64_t> q = shapeOf(query);
+    return static_cast<double>(q[0]) * q[1] * q[2] * keysSeen(key, window) * q[3];
   };
   // Forward: q k^T and p v. Backward: the recomputed q k^T, then dv, dp, dq and dk.
   if (auto attention = llvm::dyn_cast<AttentionOp>(op))
-    return 4 * attentionWork(attention.getQuery(), attention.getKey());
+    return 4 * attentionWork(attention.getQuery(), attention.getKey(), attention.getWindow());
   if (auto grad = llvm::dyn_cast<AttentionGradOp>(op))
-    return 10 * attentionWork(grad.getQuery(), grad.getKey());
+    return 10 * attentionWork(grad.getQuery(), grad.getKey(), grad.getWindow());
   return 0;
 }
 
@@ -177,8 +185,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       matmulParams += calls * elementsOf(linear.getWeight().getType());
     if (auto attention = llvm::dyn_cast<AttentionOp>(op)) {
       llvm::ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
-      llvm::ArrayRef<int64_t> k = attention.getKey().getType().getShape();
-      attentionTerm += calls * 12.0 * q[1] * q[3] * k[2] * q[0] * q[2];
+      attentionTerm += calls * 12.0 * q[1] * q[3] *
+                       keysSeen(attention.getKey(), attention.getWindow()) * q[0] * q[2];
     }
   };
   for (Operation &op : step.getBody().front().without_terminator()) {

@@ -23,6 +23,9 @@ import make_reference
 
 VOCAB, HIDDEN, LAYERS, HEADS, KV_HEADS, FFN = 256, 64, 2, 4, 2, 128
 BATCH, SEQ, STEPS, SEED = 2, 16, 20, 0
+# A sliding window shorter than the sequence, for the families that have one (Mistral's every
+# layer; Gemma 2's and 3's alternate with global layers, so a model has two layer templates).
+WINDOW = 6
 # The padding token of the padded batch, and how many tokens of its last window are padding.
 PAD, PADDED = 0, 5
 # The families whose trained weights are saved as pretrained weights (Llama's in shards and in
@@ -44,12 +47,13 @@ COMMON = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
 # differ). A family missing from the installed transformers is skipped and said so.
 FAMILIES = {
     "llama": ("LlamaConfig", COMMON),
-    "mistral": ("MistralConfig", COMMON),
+    "mistral": ("MistralConfig", dict(COMMON, sliding_window=WINDOW)),
     "qwen2": ("Qwen2Config", COMMON),
     "qwen3": ("Qwen3Config", dict(COMMON, head_dim=16)),
     "gemma": ("GemmaConfig", dict(COMMON, head_dim=16)),
-    "gemma2": ("Gemma2Config", dict(COMMON, head_dim=16)),
-    "gemma3": ("Gemma3TextConfig", dict(COMMON, head_dim=16)),
+    "gemma2": ("Gemma2Config", dict(COMMON, head_dim=16, sliding_window=WINDOW)),
+    "gemma3": ("Gemma3TextConfig", dict(COMMON, head_dim=16, sliding_window=WINDOW,
+                                        layer_types=["full_attention", "sliding_attention"])),
     "phi3": ("Phi3Config", dict(COMMON, pad_token_id=0)),
     "gpt2": ("GPT2Config", dict(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS,
                                 n_inner=FFN, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,

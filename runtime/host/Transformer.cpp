@@ -61,17 +61,30 @@ void rope(const Args<T> &args, bool transposed) {
   });
 }
 
-struct AttentionShape {
-  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
+struct AttentionShape : AttentionExtents {
   double scale;
   bool causal;
   const int64_t *keyLengths; // each sequence's keys (the rest is padding); null: all
+  int64_t window;            // a sliding window's keys; 0: none
+  double softcap;            // the logits' cap; 0: none
 
   int64_t kvHead(int64_t head) const { return head / (queryHeads / kvHeads); }
-  /// Keys [0, visible) that query `query` of sequence `b` attends to.
+  /// Keys [firstVisible, visible) that query `query` of sequence `b` attends to.
   int64_t visible(int64_t b, int64_t query) const {
     int64_t seen = causal ? std::min(keys, query + 1) : keys;
     return keyLengths ? std::min(seen, keyLengths[b]) : seen;
+  }
+  int64_t firstVisible(int64_t query) const {
+    return window > 0 ? std::max<int64_t>(0, query + 1 - window) : 0;
+  }
+  /// The logit of a key whose query . key product is `dot`.
+  double logit(double dot) const {
+    double s = dot * scale;
+    return softcap > 0 ? softcap * std::tanh(s / softcap) : s;
+  }
+  /// d logit / d (scale * dot), from the logit.
+  double slope(double logit) const {
+    return softcap > 0 ? 1.0 - (logit / softcap) * (logit / softcap) : 1.0;
   }
 };
 
@@ -83,8 +96,12 @@ AttentionShape attentionShape(const Args<T> &args, size_t lengthsOperand) {
           attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
       !error.empty())
     args.fail(error);
-  AttentionShape a{e.batch,  e.queryHeads, e.kvHeads, e.queries, e.keys, e.depth,
-                   e.valueDepth, args.attrFloat("scale"), args.flag("causal"), nullptr};
+  AttentionShape a{e,
+                   args.attrFloat("scale"),
+                   args.flag("causal"),
+                   nullptr,
+                   args.find("window") ? args.attrInt("window") : 0,
+                   args.find("softcap") ? args.attrFloat("softcap") : 0.0};
   if (args.operands.size() > lengthsOperand) {
     const std::vector<int64_t> &lengths = args.ints(lengthsOperand);
     if (std::string error = keyLengthsError(args.in(lengthsOperand).shape, e, lengths.data());
@@ -104,28 +121,39 @@ void transposeToDouble(const T *rows, int64_t count, int64_t width, std::vector<
       out[c * count + j] = static_cast<double>(rows[j * width + c]);
 }
 
-/// Fills p[0, visible) with the attention probabilities of one query row against keysT
-/// (double [depth, keys]) and returns visible.
+/// The keys [from, to) one query row sees.
+struct KeyRange {
+  int64_t from, to;
+};
+
+/// Fills p[from, to) with the attention probabilities of one query row against keysT
+/// (double [depth, keys]), and slopes[from, to) with its logits' slopes under a soft cap;
+/// returns the keys [from, to) the row sees.
 template <typename T>
-int64_t probabilities(const AttentionShape &a, const T *query, const std::vector<double> &keysT,
-                      int64_t b, int64_t row, double *p) {
-  int64_t visible = a.visible(b, row);
-  std::fill(p, p + visible, 0.0);
+KeyRange probabilities(const AttentionShape &a, const T *query, const std::vector<double> &keysT,
+                       int64_t b, int64_t row, double *p, double *slopes) {
+  KeyRange r{a.firstVisible(row), a.visible(b, row)};
+  if (r.to <= r.from)
+    return {0, 0};
+  std::fill(p + r.from, p + r.to, 0.0);
   for (int64_t c = 0; c < a.depth; ++c) {
     double qc = static_cast<double>(query[c]);
     const double *kc = keysT.data() + c * a.keys;
-    for (int64_t j = 0; j < visible; ++j)
+    for (int64_t j = r.from; j < r.to; ++j)
       p[j] += qc * kc[j];
   }
   double max = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j < visible; ++j)
-    max = std::max(max, p[j] *= a.scale);
+  for (int64_t j = r.from; j < r.to; ++j) {
+    p[j] = a.logit(p[j]);
+    slopes[j] = a.slope(p[j]);
+    max = std::max(max, p[j]);
+  }
   double sum = 0.0;
-  for (int64_t j = 0; j < visible; ++j)
+  for (int64_t j = r.from; j < r.to; ++j)
     sum += p[j] = std::exp(p[j] - max);
-  for (int64_t j = 0; j < visible; ++j)
+  for (int64_t j = r.from; j < r.to; ++j)
     p[j] /= sum;
-  return visible;
+  return r;
 }
 
 template <typename T>
@@ -138,17 +166,17 @@ void attention(const Args<T> &args) {
   T *out = args.realResult(0).data();
   double work = static_cast<double>(a.queries * a.keys * (a.depth + a.valueDepth));
   parallelFor(a.batch * a.queryHeads, work, [&](int64_t begin, int64_t end) {
-    std::vector<double> keysT, p(static_cast<size_t>(a.keys)),
+    std::vector<double> keysT, p(static_cast<size_t>(a.keys)), slopes(p.size()),
         acc(static_cast<size_t>(a.valueDepth));
     for (int64_t task = begin; task < end; ++task) {
       int64_t b = task / a.queryHeads, kv = b * a.kvHeads + a.kvHead(task % a.queryHeads);
       transposeToDouble(k + kv * a.keys * a.depth, a.keys, a.depth, keysT);
       const T *values = v + kv * a.keys * a.valueDepth;
       for (int64_t i = 0; i < a.queries; ++i) {
-        int64_t visible =
-            probabilities(a, q + (task * a.queries + i) * a.depth, keysT, b, i, p.data());
+        KeyRange r = probabilities(a, q + (task * a.queries + i) * a.depth, keysT, b, i, p.data(),
+                                   slopes.data());
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < visible; ++j)
+        for (int64_t j = r.from; j < r.to; ++j)
           for (int64_t c = 0; c < a.valueDepth; ++c)
             acc[c] += p[j] * static_cast<double>(values[j * a.valueDepth + c]);
         T *row = out + (task * a.queries + i) * a.valueDepth;
@@ -178,8 +206,8 @@ void attentionGrad(const Args<T> &args) {
   std::vector<double> dvHeads(static_cast<size_t>(heads * valueSize), 0.0);
   double work = static_cast<double>(a.queries * a.keys * (3 * a.depth + 2 * a.valueDepth));
   parallelFor(heads, work, [&](int64_t begin, int64_t end) {
-    std::vector<double> keysT, valuesT, p(static_cast<size_t>(a.keys)),
-        dp(static_cast<size_t>(a.keys)), acc(static_cast<size_t>(a.depth));
+    std::vector<double> keysT, valuesT, p(static_cast<size_t>(a.keys)), slopes(p.size()),
+        dp(p.size()), acc(static_cast<size_t>(a.depth));
     for (int64_t task = begin; task < end; ++task) {
       int64_t b = task / a.queryHeads, kv = b * a.kvHeads + a.kvHead(task % a.queryHeads);
       const T *keys = k + kv * keySize;
@@ -189,20 +217,20 @@ void attentionGrad(const Args<T> &args) {
       for (int64_t i = 0; i < a.queries; ++i) {
         const T *query = q + (task * a.queries + i) * a.depth;
         const T *grad = g + (task * a.queries + i) * a.valueDepth;
-        int64_t visible = probabilities(a, query, keysT, b, i, p.data());
-        std::fill(dp.begin(), dp.begin() + visible, 0.0);
+        KeyRange r = probabilities(a, query, keysT, b, i, p.data(), slopes.data());
+        std::fill(dp.begin() + r.from, dp.begin() + r.to, 0.0);
         for (int64_t c = 0; c < a.valueDepth; ++c) {
           double gc = static_cast<double>(grad[c]);
           const double *vc = valuesT.data() + c * a.keys;
-          for (int64_t j = 0; j < visible; ++j)
+          for (int64_t j = r.from; j < r.to; ++j)
             dp[j] += gc * vc[j];
         }
         double expected = 0.0;
-        for (int64_t j = 0; j < visible; ++j)
+        for (int64_t j = r.from; j < r.to; ++j)
           expected += p[j] * dp[j];
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < visible; ++j) {
-          double ds = p[j] * (dp[j] - expected) * a.scale;
+        for (int64_t j = r.from; j < r.to; ++j) {
+          double ds = p[j] * (dp[j] - expected) * slopes[j] * a.scale;
           for (int64_t c = 0; c < a.depth; ++c) {
             acc[c] += ds * static_cast<double>(keys[j * a.depth + c]);
             dk[j * a.depth + c] += ds * static_cast<double>(query[c]);

@@ -252,6 +252,24 @@ func.func @causal_t_ne_s(%q: tensor<2x4x8x8xf32>, %k: tensor<2x4x16x8xf32>) -> t
 
 // -----
 
+// Tests that a sliding window without causality is rejected.
+func.func @window_not_causal(%q: tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+1 {{window must be at least 1 and needs causal, got 4}}
+  %0 = mt.attention %q, %q, %q scale = 0.5 window = 4 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+  return %0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+// Tests that a soft cap that is not positive is rejected.
+func.func @softcap_zero(%q: tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+1 {{softcap must be positive, got 0}}
+  %0 = mt.attention %q, %q, %q scale = 0.5 causal softcap = 0.0 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+  return %0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
 // Tests that attention operands that are not 4-D are rejected.
 func.func @attention_rank(%q: tensor<4x16x8xf32>) -> tensor<4x16x8xf32> {
   // expected-error @+1 {{attention operands must be [batch, heads, sequence, head size]}}

@@ -7,7 +7,8 @@
 // CHECK-LABEL: func.func @block
 // CHECK: mt.param @w : tensor<32x96xf32>
 // CHECK: mt.linear %{{.*}}, %{{.*}} transpose_weight
-// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.3535{{[0-9]*}} causal
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.3535{{[0-9]*}} causal :
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.3535{{[0-9]*}} causal window = 4 softcap = 5.000000e+01 :
 // CHECK: mt.gelu %{{.*}} approximate = "tanh"
 mt.parameter @w : tensor<32x96xf32>
 mt.parameter @ext : tensor<4xf32> {external_file = "m.data", offset = 64 : i64, length = 16 : i64}
@@ -17,6 +18,7 @@ func.func @block(%x: tensor<2x16x32xf32>, %q: tensor<2x4x16x8xf32>, %k: tensor<2
   %wt = mt.transpose %w permutation = [1, 0] : tensor<32x96xf32> -> tensor<96x32xf32>
   %y = mt.linear %x, %wt transpose_weight : (tensor<2x16x32xf32>, tensor<96x32xf32>) -> tensor<2x16x96xf32>
   %a = mt.attention %q, %k, %k scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
+  %aw = mt.attention %q, %k, %k scale = 0.35355339059327373 causal window = 4 softcap = 50.0 : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
   %g = mt.gelu %x approximate = "tanh" : tensor<2x16x32xf32>
   return %y, %a, %g : tensor<2x16x96xf32>, tensor<2x4x16x8xf32>, tensor<2x16x32xf32>
 }

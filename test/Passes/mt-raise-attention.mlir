@@ -398,3 +398,94 @@ func.func @query_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tens
   %o = mt.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
   return %o : tensor<2x2x4x8xf32>
 }
+
+// -----
+
+// Tests that an additive mask keeping a band of 2 keys at and below the diagonal (a sliding
+// window: query i sees keys i - 2 < j <= i) becomes a causal mt.attention with that window.
+// CHECK-LABEL: func.func @sliding_window_additive_mask
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 1.000000e+00 causal window = 2 :
+// CHECK-NOT: mt.softmax
+func.func @sliding_window_additive_mask(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %mask = mt.constant dense<[[0.0, -1.0e+09, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, -1.0e+09, -1.0e+09, -1.0e+09], [-1.0e+09, 0.0, 0.0, -1.0e+09, -1.0e+09], [-1.0e+09, -1.0e+09, 0.0, 0.0, -1.0e+09], [-1.0e+09, -1.0e+09, -1.0e+09, 0.0, 0.0]]> : tensor<5x5xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x5xf32>
+  %u = mt.add %s, %mask : (tensor<1x2x5x5xf32>, tensor<5x5xf32>) -> tensor<1x2x5x5xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x5x5xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x5x5xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32>
+  return %o : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// Tests that a boolean band of 3 keys kept by where(band, scores, -inf) is a window of 3.
+// CHECK-LABEL: func.func @sliding_window_where_mask
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 1.000000e+00 causal window = 3 :
+// CHECK-NOT: mt.where
+func.func @sliding_window_where_mask(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %keep = mt.constant dense<[[true, false, false, false, false], [true, true, false, false, false], [true, true, true, false, false], [false, true, true, true, false], [false, false, true, true, true]]> : tensor<5x5xi1>
+  %fill = mt.constant dense<0xFF800000> : tensor<f32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x5xf32>
+  %u = mt.where %keep, %s, %fill : (tensor<5x5xi1>, tensor<1x2x5x5xf32>, tensor<f32>) -> tensor<1x2x5x5xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x5x5xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x5x5xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32>
+  return %o : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// Tests that a band with a gap (query 3 drops key 2 of its window) is no window: the chain
+// stays.
+// CHECK-LABEL: func.func @band_with_gap
+// CHECK-NOT: mt.attention
+// CHECK: mt.softmax
+func.func @band_with_gap(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %mask = mt.constant dense<[[0.0, -1.0e+09, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, 0.0, -1.0e+09, -1.0e+09], [-1.0e+09, 0.0, -1.0e+09, 0.0, -1.0e+09], [-1.0e+09, -1.0e+09, 0.0, 0.0, 0.0]]> : tensor<5x5xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x5xf32>
+  %u = mt.add %s, %mask : (tensor<1x2x5x5xf32>, tensor<5x5xf32>) -> tensor<1x2x5x5xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x5x5xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x5x5xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32>
+  return %o : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// Tests that logits soft-capped as Gemma 2 writes them, c * tanh(s * scale / c) before the
+// causal mask, become mt.attention's softcap.
+// CHECK-LABEL: func.func @softcapped_logits
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 causal softcap = 3.000000e+01 :
+// CHECK-NOT: mt.tanh
+func.func @softcapped_logits(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %scale = mt.constant dense<0.25> : tensor<f32>
+  %cap = mt.constant dense<30.0> : tensor<f32>
+  %mask = mt.constant dense<[[0.0, -1.0e+09, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, 0.0, -1.0e+09, -1.0e+09], [0.0, 0.0, 0.0, 0.0, -1.0e+09], [0.0, 0.0, 0.0, 0.0, 0.0]]> : tensor<5x5xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x5xf32>
+  %t = mt.mul %s, %scale : (tensor<1x2x5x5xf32>, tensor<f32>) -> tensor<1x2x5x5xf32>
+  %d = mt.div %t, %cap : (tensor<1x2x5x5xf32>, tensor<f32>) -> tensor<1x2x5x5xf32>
+  %h = mt.tanh %d : tensor<1x2x5x5xf32>
+  %c = mt.mul %h, %cap : (tensor<1x2x5x5xf32>, tensor<f32>) -> tensor<1x2x5x5xf32>
+  %u = mt.add %c, %mask : (tensor<1x2x5x5xf32>, tensor<5x5xf32>) -> tensor<1x2x5x5xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x5x5xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x5x5xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32>
+  return %o : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// Tests that a tanh whose outer factor is not the inverse of its inner one (20 * tanh(s / 30))
+// is no soft cap: the chain stays.
+// CHECK-LABEL: func.func @mismatched_cap
+// CHECK-NOT: mt.attention
+// CHECK: mt.tanh
+func.func @mismatched_cap(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %cap = mt.constant dense<30.0> : tensor<f32>
+  %outer = mt.constant dense<20.0> : tensor<f32>
+  %mask = mt.constant dense<[[0.0, -1.0e+09, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, -1.0e+09, -1.0e+09, -1.0e+09], [0.0, 0.0, 0.0, -1.0e+09, -1.0e+09], [0.0, 0.0, 0.0, 0.0, -1.0e+09], [0.0, 0.0, 0.0, 0.0, 0.0]]> : tensor<5x5xf32>
+  %s = mt.matmul %q, %k transpose_rhs : (tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x5xf32>
+  %d = mt.div %s, %cap : (tensor<1x2x5x5xf32>, tensor<f32>) -> tensor<1x2x5x5xf32>
+  %h = mt.tanh %d : tensor<1x2x5x5xf32>
+  %c = mt.mul %h, %outer : (tensor<1x2x5x5xf32>, tensor<f32>) -> tensor<1x2x5x5xf32>
+  %u = mt.add %c, %mask : (tensor<1x2x5x5xf32>, tensor<5x5xf32>) -> tensor<1x2x5x5xf32>
+  %p = mt.softmax %u axis = 3 : tensor<1x2x5x5xf32>
+  %o = mt.matmul %p, %v : (tensor<1x2x5x5xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32>
+  return %o : tensor<1x2x5x8xf32>
+}

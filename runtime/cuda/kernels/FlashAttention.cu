@@ -221,9 +221,22 @@ __device__ __forceinline__ void writeQuad(bf16 *to, const float (&from)[4]) {
   *reinterpret_cast<uint2 *>(to) = packed;
 }
 
-/// The row's maximum over `runningMax` and its scaled scores in the tile, given the lane's
-/// 32 (from `cells` on) of which the first `limit` are visible.
-__device__ __forceinline__ float rowMax(const float *cells, int limit, float scale,
+/// The columns [lower, limit) of a lane's 32 in a tile that its row sees: from its window's
+/// first key to its last visible one.
+struct Columns {
+  int lower, limit;
+
+  /// For a row seeing keys [from, to) in the tile from key t0, in the half `half` of it.
+  __device__ static Columns of(int64_t from, int64_t to, int64_t t0, int half) {
+    auto clamp = [](int64_t c) { return static_cast<int>(c < 0 ? 0 : c > 32 ? 32 : c); };
+    return {clamp(from - t0 - 32 * half), clamp(to - t0 - 32 * half)};
+  }
+  __device__ bool has(int column) const { return column >= lower && column < limit; }
+};
+
+/// The row's maximum over `runningMax` and its logits in the tile, given the lane's 32
+/// products (from `cells` on), of which `seen` are visible.
+__device__ __forceinline__ float rowMax(const float *cells, Columns seen, const AttentionDims &a,
                                         float runningMax) {
   float tileMax = -CUDART_INF_F;
 #pragma unroll
@@ -232,8 +245,8 @@ __device__ __forceinline__ float rowMax(const float *cells, int limit, float sca
     readQuad(cell, cells + 4 * quad);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      if (4 * quad + j < limit)
-        tileMax = fmaxf(tileMax, cell[j] * scale);
+      if (seen.has(4 * quad + j))
+        tileMax = fmaxf(tileMax, a.logit(cell[j]));
   }
   return fmaxf(runningMax, fmaxf(tileMax, __shfl_xor_sync(kAllLanes, tileMax, 16)));
 }
@@ -330,15 +343,16 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
   bf16 *weights = probs + cellRow * kProbStride + cellHalf * 32;
   const int64_t row = first + warp * kStrip + cellRow;
   const int64_t visible = row < a.queries ? a.visible(head, row) : 0;
-  // Key tiles past what the block's last row sees (above the diagonal, or padding) are
-  // skipped.
+  const int64_t lowest = a.firstVisible(row);
+  // Key tiles past what the block's last row sees (above the diagonal, or padding) and
+  // before its first row's window are skipped.
   const int64_t seen = a.visible(head, first + rows - 1);
   float runningMax = -CUDART_INF_F, total = 0.0f;
   Accumulator acc[D / 16];
 #pragma unroll
   for (int n = 0; n < D / 16; ++n)
     wmma::fill_fragment(acc[n], 0.0f);
-  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
+  for (int64_t t0 = a.firstVisible(first); t0 < seen; t0 += kTile) {
     const int count = rowsBefore(seen - t0, kTile);
     __syncthreads(); // every warp is done with the previous tile (the first: the queries)
     stageTile<D>(keys, k + (kvFirst + t0) * D, count);
@@ -346,9 +360,8 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
     landCopies();
     storeScores<D>(scores, query, keys);
     __syncwarp();
-    // The lane's columns the row sees.
-    const int limit = rowsBefore(visible - t0, kTile) - cellHalf * 32;
-    const float next = rowMax(cells, limit, a.scale, runningMax);
+    const Columns mine = Columns::of(lowest, visible, t0, cellHalf);
+    const float next = rowMax(cells, mine, a, runningMax);
     const float correction = correctionFor(runningMax, next);
     float sum = 0.0f;
 #pragma unroll
@@ -357,7 +370,7 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
       readQuad(p, cells + 4 * quad);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        p[j] = 4 * quad + j < limit ? __expf(p[j] * a.scale - next) : 0.0f;
+        p[j] = mine.has(4 * quad + j) ? __expf(a.logit(p[j]) - next) : 0.0f;
         sum += p[j];
       }
       writeQuad(weights + 4 * quad, p);
@@ -418,10 +431,11 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
   bf16 *slopeCells = slopes + cellRow * kProbStride + cellHalf * 32;
   const int64_t row = first + warp * kStrip + cellRow;
   const int64_t visible = row < a.queries ? a.visible(head, row) : 0;
+  const int64_t lowest = a.firstVisible(row), start = a.firstVisible(first);
   const int64_t seen = a.visible(head, first + rows - 1);
 
   // Stages key tile t0 and leaves the strip's scores q.k_j and dots g.v_j against it in the
-  // warp's buffers; returns how many of the lane's 32 columns of the tile its row sees.
+  // warp's buffers; returns which of the lane's 32 columns of the tile its row sees.
   auto scoreTile = [&](int64_t t0) {
     const int count = rowsBefore(seen - t0, kTile);
     __syncthreads();
@@ -431,13 +445,13 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
     storeScores<D>(scores, query, keys);
     storeScores<D>(dots, grad, values);
     __syncwarp();
-    return rowsBefore(visible - t0, kTile) - cellHalf * 32;
+    return Columns::of(lowest, visible, t0, cellHalf);
   };
 
   float runningMax = -CUDART_INF_F, total = 0.0f, weighted = 0.0f;
-  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
-    const int limit = scoreTile(t0);
-    const float next = rowMax(scoreCells, limit, a.scale, runningMax);
+  for (int64_t t0 = start; t0 < seen; t0 += kTile) {
+    const Columns mine = scoreTile(t0);
+    const float next = rowMax(scoreCells, mine, a, runningMax);
     const float correction = correctionFor(runningMax, next);
     float sum = 0.0f, dotSum = 0.0f;
 #pragma unroll
@@ -447,7 +461,7 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
       readQuad(dot, dotCells + 4 * quad);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        float p = 4 * quad + j < limit ? __expf(score[j] * a.scale - next) : 0.0f;
+        float p = mine.has(4 * quad + j) ? __expf(a.logit(score[j]) - next) : 0.0f;
         sum += p;
         dotSum += p * dot[j];
       }
@@ -469,17 +483,20 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
 #pragma unroll
   for (int n = 0; n < D / 16; ++n)
     wmma::fill_fragment(acc[n], 0.0f);
-  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
-    const int limit = scoreTile(t0);
+  for (int64_t t0 = start; t0 < seen; t0 += kTile) {
+    const Columns mine = scoreTile(t0);
 #pragma unroll
     for (int quad = 0; quad < 8; ++quad) {
       float score[4], dot[4], ds[4];
       readQuad(score, scoreCells + 4 * quad);
       readQuad(dot, dotCells + 4 * quad);
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        ds[j] = 4 * quad + j < limit ? __expf(score[j] * a.scale - rowLse) * (dot[j] - rowDelta)
-                                     : 0.0f;
+      for (int j = 0; j < 4; ++j) {
+        const float logit = a.logit(score[j]);
+        ds[j] = mine.has(4 * quad + j)
+                    ? __expf(logit - rowLse) * (dot[j] - rowDelta) * a.slope(logit)
+                    : 0.0f;
+      }
       writeQuad(slopeCells + 4 * quad, ds);
     }
     __syncwarp();
@@ -525,8 +542,12 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
 
   const int64_t group = a.queryHeads / a.kvHeads;
   const int64_t firstHead = kvHead / a.kvHeads * a.queryHeads + kvHead % a.kvHeads * group;
-  // Under causal no query before the block's first key sees any of its keys.
+  // Under causal no query before the block's first key sees any of its keys; under a
+  // window none from its last key's window on.
   const int64_t start = a.causal ? first : 0;
+  const int64_t end = a.window > 0 && first + rows - 1 + a.window < a.queries
+                          ? first + rows - 1 + a.window
+                          : a.queries;
   Accumulator dkAcc[D / 32], dvAcc[D / 32];
 #pragma unroll
   for (int n = 0; n < D / 32; ++n) {
@@ -535,7 +556,7 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
   }
   for (int64_t h = 0; h < group; ++h) {
     const int64_t queryFirst = (firstHead + h) * a.queries;
-    for (int64_t t0 = start; t0 < a.queries; t0 += kTile) {
+    for (int64_t t0 = start; t0 < end; t0 += kTile) {
       const int count = rowsBefore(a.queries - t0, kTile);
       // Key `first + key` is visible to query `t0 + query` when key - query <= diagonal:
       // under causal the tile starts a multiple of kTile past the block's first key.
@@ -560,9 +581,11 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
         for (int i = 0; i < Accumulator::num_elements; ++i) {
           int key = strip * kStrip + at.row(i), query = from + at.col(i);
           float p = 0.0f, ds = 0.0f;
-          if (query < count && key < live && key - query <= diagonal) {
-            p = __expf(s.x[i] * a.scale - tileLse[query]);
-            ds = p * (dp.x[i] - tileDelta[query]);
+          if (query < count && key < live && key - query <= diagonal &&
+              a.inWindow(t0 + query, first + key)) {
+            const float logit = a.logit(s.x[i]);
+            p = __expf(logit - tileLse[query]);
+            ds = p * (dp.x[i] - tileDelta[query]) * a.slope(logit);
           }
           probs[key * kProbStride + query] = __float2bfloat16(p);
           slopes[key * kProbStride + query] = __float2bfloat16(ds);

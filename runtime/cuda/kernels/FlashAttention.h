@@ -3,6 +3,7 @@
 #ifndef MT_RUNTIME_CUDA_KERNELS_FLASHATTENTION_H
 #define MT_RUNTIME_CUDA_KERNELS_FLASHATTENTION_H
 
+#include "runtime/KernelShapes.h"
 #include "runtime/cuda/kernels/KernelArgs.h"
 
 #include <cstdint>
@@ -12,11 +13,12 @@ namespace mt::cuda {
 
 /// q [batch, queryHeads, queries, depth], k [batch, kvHeads, keys, depth],
 /// v [batch, kvHeads, keys, valueDepth]; logits are scale * q.k.
-struct AttentionDims {
-  int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
+struct AttentionDims : AttentionExtents {
   float scale;
   bool causal;
   const int64_t *keyLengths; // on the device, each sequence's keys (then padding); null: all
+  int64_t window;            // causal only: query i sees keys i - window < j <= i; 0: all
+  float softcap;             // logits s become softcap * tanh(s / softcap); 0: as they are
 
   /// The keys of sequence `b` that are not padding.
   __device__ int64_t keysOf(int64_t b) const {
@@ -32,6 +34,30 @@ struct AttentionDims {
   __device__ int64_t visible(int64_t head, int64_t query) const {
     int64_t length = keysOf(head / queryHeads);
     return causal && query + 1 < length ? query + 1 : length;
+  }
+
+  /// The first key query row `query` sees: its sliding window's.
+  __device__ int64_t firstVisible(int64_t query) const {
+    return window > 0 && query + 1 > window ? query + 1 - window : 0;
+  }
+
+  /// Whether query `query` sees key `key` by the window (causality and padding aside).
+  __device__ bool inWindow(int64_t query, int64_t key) const {
+    return window <= 0 || query - key < window;
+  }
+
+  /// The logit of a query . key product `dot`.
+  __device__ float logit(float dot) const {
+    float s = dot * scale;
+    return softcap > 0.0f ? softcap * tanhf(s / softcap) : s;
+  }
+
+  /// d logit / d (scale * dot), from the logit: 1 without a cap.
+  __device__ float slope(float logit) const {
+    if (softcap <= 0.0f)
+      return 1.0f;
+    float t = logit / softcap;
+    return 1.0f - t * t;
   }
 
   /// The key/value head (over batch and heads) that query head `head` (over batch and

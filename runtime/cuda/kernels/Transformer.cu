@@ -20,9 +20,12 @@ AttentionDims attentionDims(const KernelArgs &args, size_t lengthsOperand) {
           attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
       !error.empty())
     args.fail(error);
-  AttentionDims a{e.batch,     e.queryHeads, e.kvHeads, e.queries, e.keys, e.depth,
-                  e.valueDepth, static_cast<float>(args.attrFloat("scale")),
-                  args.flag("causal"), nullptr};
+  AttentionDims a{e,
+                  static_cast<float>(args.attrFloat("scale")),
+                  args.flag("causal"),
+                  nullptr,
+                  args.has("window") ? args.attrInt("window") : 0,
+                  args.has("softcap") ? static_cast<float>(args.attrFloat("softcap")) : 0.0f};
   if (args.operandCount() > lengthsOperand) {
     const DeviceTensor &lengths = args.integer(lengthsOperand);
     if (std::string error = keyLengthsError(lengths.shape, e, nullptr); !error.empty())
@@ -271,19 +274,21 @@ __global__ void __launch_bounds__(kThreads)
   if (active)
     loadRow(query, q, (head * a.queries + row) * depth, depth, lane);
   int64_t visible = active ? a.visible(head, row) : 0, seen = blockVisible(a, head, first);
+  int64_t lowest = active ? a.firstVisible(row) : 0;
 
   float runningMax = -CUDART_INF_F, total = 0.0f, acc[N] = {};
-  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
+  for (int64_t t0 = a.firstVisible(first); t0 < seen; t0 += kTile) {
     int count = rowsBefore(seen - t0, kTile);
     __syncthreads(); // every warp is done with the previous tile
     stageRows(keys, keyStride, k, (kvFirst + t0) * depth, count, depth);
     stageRows(values, valueDepth, v, (kvFirst + t0) * valueDepth, count, valueDepth);
     __syncthreads();
     int mine = rowsBefore(visible - t0, count);
-    if (mine == 0)
+    if (mine == 0 || t0 + mine <= lowest)
       continue;
-    float score = lane < mine ? dot(query, keys + lane * keyStride, depth) * a.scale
-                              : -CUDART_INF_F;
+    float score = lane < mine && t0 + lane >= lowest
+                      ? a.logit(dot(query, keys + lane * keyStride, depth))
+                      : -CUDART_INF_F;
     float next = fmaxf(runningMax, warpMax(score));
     float correction = expf(runningMax - next);
     float p = expf(score - next);
@@ -342,9 +347,11 @@ __global__ void __launch_bounds__(kThreads)
     loadRow(grad, g, at * valueDepth, valueDepth, lane);
   }
   int64_t visible = active ? a.visible(head, row) : 0, seen = blockVisible(a, head, first);
+  int64_t lowest = active ? a.firstVisible(row) : 0, start = a.firstVisible(first);
 
-  // Stages tile t0 and has each lane score its key: score = scale q.k_j and dp = g.v_j,
-  // for the `mine` keys of the tile that this warp's row sees (0: nothing to do).
+  // Stages tile t0 and has each lane score its key: score = the logit of q.k_j and
+  // dp = g.v_j, for the keys of the tile that this warp's row sees; `mine` is 0 when it
+  // sees none, and a lane's score is -inf for a key outside the row's window.
   struct Scored {
     int mine;
     float score, dp;
@@ -355,16 +362,17 @@ __global__ void __launch_bounds__(kThreads)
     stageRows(keys, keyStride, k, (kvFirst + t0) * depth, count, depth);
     stageRows(values, valueStride, v, (kvFirst + t0) * valueDepth, count, valueDepth);
     __syncthreads();
-    Scored s{rowsBefore(visible - t0, count), -CUDART_INF_F, 0.0f};
-    if (lane < s.mine) {
-      s.score = dot(query, keys + lane * keyStride, depth) * a.scale;
+    int mine = rowsBefore(visible - t0, count);
+    Scored s{t0 + mine <= lowest ? 0 : mine, -CUDART_INF_F, 0.0f};
+    if (lane < s.mine && t0 + lane >= lowest) {
+      s.score = a.logit(dot(query, keys + lane * keyStride, depth));
       s.dp = dot(grad, values + lane * valueStride, valueDepth);
     }
     return s;
   };
 
   float runningMax = -CUDART_INF_F, total = 0.0f, weighted = 0.0f;
-  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
+  for (int64_t t0 = start; t0 < seen; t0 += kTile) {
     Scored s = scoreTile(t0);
     if (s.mine == 0)
       continue;
@@ -382,11 +390,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   float acc[N] = {};
-  for (int64_t t0 = 0; t0 < seen; t0 += kTile) {
+  for (int64_t t0 = start; t0 < seen; t0 += kTile) {
     Scored s = scoreTile(t0);
     if (s.mine == 0)
       continue;
-    float ds = lane < s.mine ? expf(s.score - rowLse) * (s.dp - rowDelta) * a.scale : 0.0f;
+    float ds = s.score != -CUDART_INF_F
+                   ? expf(s.score - rowLse) * (s.dp - rowDelta) * a.slope(s.score) * a.scale
+                   : 0.0f;
     for (int j = 0; j < s.mine; ++j) {
       float dsj = __shfl_sync(kAllLanes, ds, j);
 #pragma unroll
@@ -438,13 +448,16 @@ __global__ void __launch_bounds__(kThreads)
   }
   int64_t group = a.queryHeads / a.kvHeads;
   int64_t firstHead = kvHead / a.kvHeads * a.queryHeads + kvHead % a.kvHeads * group;
-  // Under causal no query before the block's first key sees any of its keys.
+  // Under causal no query before the block's first key sees any of its keys; under a
+  // window none from its last key's window on.
   int64_t start = a.causal ? first : 0;
+  int64_t last = first + kWarps - 1;
+  int64_t end = a.window > 0 && last + a.window < a.queries ? last + a.window : a.queries;
 
   float dkAcc[N] = {}, dvAcc[N] = {};
   for (int64_t h = 0; h < group; ++h) {
     int64_t queryFirst = (firstHead + h) * a.queries;
-    for (int64_t t0 = start; t0 < a.queries; t0 += kTile) {
+    for (int64_t t0 = start; t0 < end; t0 += kTile) {
       int count = rowsBefore(a.queries - t0, kTile);
       __syncthreads();
       stageRows(queries, queryStride, q, (queryFirst + t0) * depth, count, depth);
@@ -461,11 +474,11 @@ __global__ void __launch_bounds__(kThreads)
       if (from == count)
         continue;
       float p = 0.0f, ds = 0.0f;
-      if (lane >= from && lane < count) {
-        float score = dot(queries + lane * queryStride, key, depth) * a.scale;
+      if (lane >= from && lane < count && a.inWindow(t0 + lane, row)) {
+        float score = a.logit(dot(queries + lane * queryStride, key, depth));
         p = expf(score - tileLse[lane]);
         float dp = dot(grads + lane * gradStride, value, valueDepth);
-        ds = p * (dp - tileDelta[lane]) * a.scale;
+        ds = p * (dp - tileDelta[lane]) * a.slope(score) * a.scale;
       }
       for (int i = from; i < count; ++i) {
         float pi = __shfl_sync(kAllLanes, p, i), dsi = __shfl_sync(kAllLanes, ds, i);

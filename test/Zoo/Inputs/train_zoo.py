@@ -14,11 +14,10 @@ import shutil
 import subprocess
 import sys
 
-# Families whose attention is not plain causal softmax attention, so mt.attention must not be
-# raised from them (they train unfused), and why.
-UNFUSED = {
-    "gemma2": "attention logits soft-capped (tanh) before the softmax",
-}
+# Families whose attention is not causal softmax attention (a sliding window and soft-capped
+# logits included), so mt.attention must not be raised from them (they train unfused), and
+# why: none today.
+UNFUSED = {}
 
 
 def run(command):
@@ -163,9 +162,13 @@ NOTES = """
 - **The legacy exporter without a mask.** transformers 5's causal-mask code calls
   `torch.diff`, which torch's legacy exporter cannot write at opset 17: the exporter fails
   before mt sees a model. (OPT, which builds its mask otherwise, exports and trains.)
-- **Gemma 2** soft-caps the attention logits (`tanh(s / c) * c`) between the scores and the
-  softmax; that is not causal softmax attention, so mt trains it unfused, materializing the
-  scores, like PyTorch's eager attention.
+- **Sliding windows and soft caps.** The zoo gives Mistral, Gemma 2 and Gemma 3 a sliding
+  window of 6 keys, shorter than the sequence: Mistral's every layer is windowed, Gemma 2's
+  and Gemma 3's alternate with global layers, so their models have two layer templates (one
+  windowed, one not), each streamed with its own weights. mtc reads the window from the
+  mask's band (`mt.attention ... causal window = 6`), and Gemma 2's soft-capped logits
+  (`c * tanh(s / c)` between the scores and the mask) as `softcap = 50.0`: their attention
+  is fused, forward and backward.
 - **Tied weights of the legacy exporter.** It writes a tied lm_head as a transposed copy of
   the embedding; mtc finds such copies (matrices of transposed shapes equal element for
   element) and reads them as the one parameter, as PyTorch trains it (OPT).
