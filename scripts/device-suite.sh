@@ -244,6 +244,13 @@ for seq in 32768 57344; do
     --data $plans/long-$seq.tokens --steps $((seq > 40000 ? 2 : 3)) --lr 1e-4 --backend=cuda --metrics "$out/long-$seq.jsonl"
 done
 
+# Two layer structures: the 1.1B shape at 8192 tokens with alternating windowed and global
+# layers, and all global, 5 steps each.
+for name in window global; do
+  [[ -f $plans/$name-8192.mtp ]] && part "$name-8192" $run $plans/$name-8192.mtp --init random \
+    --data $plans/window-8192.tokens --steps 5 --lr 1e-4 --backend=cuda --metrics "$out/$name-8192.jsonl"
+done
+
 # The 120.7B graph's layer measured: its 2- and 4-layer plans, 5 steps each.
 for layers in 2 4; do
   [[ -f $plans/s120-$layers.mtp ]] && part "s120-$layers" $run $plans/s120-$layers.mtp \
@@ -315,10 +322,11 @@ for tool in memcheck racecheck synccheck; do
     $run $plans/llama-k2-m2.mtp --data $plans/llama-m2.tokens --steps 2 --backend=cuda
 done
 
-# The tensor-core attention kernels (bf16, depths 64 and 128), without and with key lengths,
+# The tensor-core attention kernels (bf16, depths 64 and 128), without and with key lengths
+# and with a sliding window and soft cap,
 # under memcheck and racecheck.
 for tool in memcheck racecheck; do
-  for graph in attention-tiles attention-padding; do
+  for graph in attention-tiles attention-padding attention-window; do
     part "sanitizer-flash-$tool-$graph" "${sanitizer:-compute-sanitizer}" --tool $tool \
       --error-exitcode 1 $run $plans/gradients/$graph.mtp --check-against-host --init random \
       --seed 1 --check-tolerance 6e-2

@@ -151,6 +151,23 @@ import numpy as np
 np.random.default_rng(4).integers(0, 32000, 8 * 2049 * 6, dtype=np.uint16).tofile('$out/s120.tokens')"
 fi
 
+# With WITH_WINDOW=1, two layer structures in one model (#17): the 1.1B benchmark shape (16
+# layers, hidden 2048, 16 heads) at one sequence of 8192 tokens, its even layers attending
+# through a sliding window of 2048 keys and its odd ones globally (two templates), beside the
+# same model all global.
+if [[ "${WITH_WINDOW:-0}" == 1 ]]; then
+  for name in window global; do
+    /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/$name-8192.onnx" 16 2048 16 16 5632 32000 8192 \
+      $([[ $name == window ]] && echo window=2048)
+    "$mtc" "$out/$name-8192.onnx" --input-shape input_ids:1x8192 --summary -o - >"$out/$name-8192.summary"
+    "$mtc" "$out/$name-8192.onnx" --input-shape input_ids:1x8192 -o "$out/$name-8192.mtp"
+    rm "$out/$name-8192.onnx"
+  done
+  /usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(6).integers(0, 32000, 8193 * 6, dtype=np.uint16).tofile('$out/window-8192.tokens')"
+fi
+
 # With WITH_LONG=1, long context (#17): the Llama-2-7B shape at sequences 32768 and 57344
 # (opset 23's causal Attention: no sequence x sequence mask in the model) within a 16 GiB device
 # budget (their plans' peaks are 8.4 and 13.7 GiB).

@@ -1,8 +1,10 @@
 # Writes a Llama-style ONNX graph of any size whose weights are external data in a file that
 # does not exist: the compiler must plan a 100B+ model without reading a byte of it.
-# Usage: make_scale_model.py OUT.onnx LAYERS HIDDEN HEADS KV_HEADS FFN VOCAB SEQ [causal]
+# Usage: make_scale_model.py OUT.onnx LAYERS HIDDEN HEADS KV_HEADS FFN VOCAB SEQ [causal|window=W]
 # With `causal`, attention is opset 23's Attention node (is_causal): no SEQ x SEQ mask is
-# written, so long sequences fit in a model file.
+# written, so long sequences fit in a model file. With `window=W`, the even layers attend
+# through a sliding window of W keys (a boolean band kept by Where, as Gemma 2's local layers;
+# the odd ones are global): two layer structures in one model.
 # Nodes are the primitive chains torch's exporter writes (RMSNorm, attention with an additive
 # causal mask, SwiGLU), so the raising passes see what they see in real models.
 import sys
@@ -14,6 +16,8 @@ from onnx import TensorProto, helper, numpy_helper, save_model
 def main():
     out, layers, hidden, heads, kv, ffn, vocab, seq = sys.argv[1], *map(int, sys.argv[2:9])
     causal = sys.argv[9:] == ["causal"]
+    window = int(sys.argv[9][len("window="):]) if sys.argv[9:10] and sys.argv[9].startswith(
+        "window=") else 0
     head = hidden // heads
     nodes, inits = [], []
     offset = [0]
@@ -43,6 +47,10 @@ def main():
     one = const("one", np.float32(1.0))
     scale = const("scale", np.float32(1.0 / np.sqrt(head)))
     mask = None if causal else const("mask", np.triu(np.full((seq, seq), -np.inf, np.float32), 1))
+    if window:
+        i, j = np.indices((seq, seq))
+        band = const("band", (j <= i) & (i - j < window))
+        fill = const("fill", np.float32(-np.inf))
     q_shape = const("q_shape", np.array([0, 0, heads, head], np.int64))
     kv_shape = const("kv_shape", np.array([0, 0, kv, head], np.int64))
     merged = const("merged", np.array([0, 0, hidden], np.int64))
@@ -84,7 +92,9 @@ def main():
         else:
             kt = node("Transpose", [repeat(k, t + "/kr")], t + "/kt", perm=[0, 1, 3, 2])
             s = node("Mul", [node("MatMul", [q, kt], t + "/qk"), scale], t + "/scaled")
-            p = node("Softmax", [node("Add", [s, mask], t + "/masked")], t + "/p", axis=-1)
+            masked = (node("Where", [band, s, fill], t + "/masked") if window and i % 2 == 0
+                      else node("Add", [s, mask], t + "/masked"))
+            p = node("Softmax", [masked], t + "/p", axis=-1)
             a = node("MatMul", [p, repeat(v, t + "/vr")], t + "/av")
         a = node("Reshape", [node("Transpose", [a], t + "/at", perm=[0, 2, 1, 3]), merged], t + "/a")
         x = node("Add", [x, linear(a, t + ".o", hidden, hidden, t + "/o")], t + "/res1")
