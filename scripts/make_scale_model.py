@@ -1,10 +1,12 @@
 # Writes a Llama-style ONNX graph of any size whose weights are external data in a file that
 # does not exist: the compiler must plan a 100B+ model without reading a byte of it.
-# Usage: make_scale_model.py OUT.onnx LAYERS HIDDEN HEADS KV_HEADS FFN VOCAB SEQ [causal|window=W]
+# Usage: make_scale_model.py OUT.onnx LAYERS HIDDEN HEADS KV_HEADS FFN VOCAB SEQ
+#                            [causal|window=W] [first-ffn=F]
 # With `causal`, attention is opset 23's Attention node (is_causal): no SEQ x SEQ mask is
 # written, so long sequences fit in a model file. With `window=W`, the even layers attend
 # through a sliding window of W keys (a boolean band kept by Where, as Gemma 2's local layers;
-# the odd ones are global): two layer structures in one model.
+# the odd ones are global): two layer structures in one model. With `first-ffn=F`, the first
+# layer's SwiGLU is F wide (a first dense layer unlike the rest, as DeepSeek's).
 # Nodes are the primitive chains torch's exporter writes (RMSNorm, attention with an additive
 # causal mask, SwiGLU), so the raising passes see what they see in real models.
 import sys
@@ -15,9 +17,10 @@ from onnx import TensorProto, helper, numpy_helper, save_model
 
 def main():
     out, layers, hidden, heads, kv, ffn, vocab, seq = sys.argv[1], *map(int, sys.argv[2:9])
-    causal = sys.argv[9:] == ["causal"]
-    window = int(sys.argv[9][len("window="):]) if sys.argv[9:10] and sys.argv[9].startswith(
-        "window=") else 0
+    options = dict(a.split("=", 1) if "=" in a else (a, "") for a in sys.argv[9:])
+    causal = "causal" in options
+    window = int(options.get("window", 0))
+    first_ffn = int(options.get("first-ffn", ffn))
     head = hidden // heads
     nodes, inits = [], []
     offset = [0]
@@ -99,10 +102,11 @@ def main():
         a = node("Reshape", [node("Transpose", [a], t + "/at", perm=[0, 2, 1, 3]), merged], t + "/a")
         x = node("Add", [x, linear(a, t + ".o", hidden, hidden, t + "/o")], t + "/res1")
         n = rms_norm(x, t + ".norm2", t + "/norm2")
-        g = linear(n, t + ".gate", ffn, hidden, t + "/gate")
+        width = first_ffn if i == 0 else ffn
+        g = linear(n, t + ".gate", width, hidden, t + "/gate")
         g = node("Mul", [g, node("Sigmoid", [g], t + "/sig")], t + "/silu")
-        u = linear(n, t + ".up", ffn, hidden, t + "/up")
-        d = linear(node("Mul", [g, u], t + "/glu"), t + ".down", hidden, ffn, t + "/down")
+        u = linear(n, t + ".up", width, hidden, t + "/up")
+        d = linear(node("Mul", [g, u], t + "/glu"), t + ".down", hidden, width, t + "/down")
         x = node("Add", [x, d], t + "/res2")
     logits = linear(rms_norm(x, "norm", "final"), "lm_head", vocab, hidden, "logits")
     graph = helper.make_graph(
