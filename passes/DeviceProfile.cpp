@@ -10,7 +10,7 @@ mlir::FailureOr<DeviceProfile> builtinProfile(llvm::StringRef name) {
     return mlir::failure();
   // ../shared/PERF.md, measured on the device machine: 710-796 TFLOP/s bf16 GEMM, 55.4 and
   // 55.1 GB/s pinned copies (49.9 + 50.9 both at once), 4.6 G params/s fused CPU AdamW on 16
-  // cores; 4.8 TB/s HBM3e and 139 GiB usable of 141 GB.
+  // cores; 4.8 TB/s HBM3e and 139 GiB usable of 141 GB; a host of 125 GiB.
   DeviceProfile h200;
   h200.name = "h200";
   h200.gemmFlopsPerSecond = 750e12;
@@ -20,6 +20,7 @@ mlir::FailureOr<DeviceProfile> builtinProfile(llvm::StringRef name) {
   h200.duplexFactor = 0.91;
   h200.hostAdamParamsPerSecond = 4.6e9;
   h200.deviceMemoryBytes = 139.0 * (1ull << 30);
+  h200.hostMemoryBytes = 125.0 * (1ull << 30);
   return h200;
 }
 

@@ -19,6 +19,10 @@ using namespace mt;
 
 namespace {
 
+/// The share of the target's host memory the host state may take: the rest is the system's
+/// and the run's own (data, threads, pinned staging).
+constexpr double kHostShare = 0.9;
+
 /// The layer calls of the training step's forward.
 int64_t layerCount(ModuleOp module) {
   int64_t layers = 0;
@@ -211,14 +215,24 @@ private:
       if (failed(copies) || failed(fp32))
         return failure();
       // Two bytes a parameter of host memory (a seventh of the state) are worth a step 2%
-      // slower; where the doubled PCIe bytes cost more, the host keeps the copies.
+      // slower; where the doubled PCIe bytes cost more, the host keeps the copies, unless
+      // they would not fit in the target's host memory (what the system leaves of it).
       masters = fp32->predictedStepSeconds <= copies->predictedStepSeconds * 1.02;
-      char numbers[160];
+      char numbers[256];
       std::snprintf(numbers, sizeof numbers,
                     "the cost model predicts a step of %.3g s streaming the fp32 masters, %.3g s "
                     "streaming bf16 copies",
                     fp32->predictedStepSeconds, copies->predictedStepSeconds);
       why = numbers;
+      double hostRoom = profile.hostMemoryBytes * kHostShare;
+      if (!masters && hostRoom > 0 && static_cast<double>(copies->hostBytes) > hostRoom) {
+        masters = true;
+        std::snprintf(numbers, sizeof numbers,
+                      "; with bf16 copies the host state (%s) would pass %.0f%% of the host's %s",
+                      formatBytes(static_cast<double>(copies->hostBytes)).c_str(), kHostShare * 100,
+                      formatBytes(profile.hostMemoryBytes).c_str());
+        why += numbers;
+      }
     }
     module->setAttr(kStreamMasters, b.getBoolAttr(masters));
     if (masters && schedule && peakDeviceBytes(module) > budget) {

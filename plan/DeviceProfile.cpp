@@ -24,6 +24,8 @@ constexpr Field kFields[] = {
     {"host_adam_params_per_second", &DeviceProfile::hostAdamParamsPerSecond},
     {"device_memory_bytes", &DeviceProfile::deviceMemoryBytes},
 };
+/// Optional: profiles calibrated before mt recorded it leave it unknown.
+constexpr Field kHostMemory = {"host_memory_bytes", &DeviceProfile::hostMemoryBytes};
 
 /// A reader of one flat JSON object whose members are strings or numbers.
 class FlatObject {
@@ -108,6 +110,8 @@ std::string deviceProfileJson(const DeviceProfile &profile) {
   out << "\"";
   for (const Field &field : kFields)
     out << ",\n  \"" << field.key << "\": " << profile.*field.value;
+  if (profile.hostMemoryBytes > 0)
+    out << ",\n  \"" << kHostMemory.key << "\": " << profile.hostMemoryBytes;
   out << "\n}\n";
   return out.str();
 }
@@ -126,6 +130,13 @@ std::optional<DeviceProfile> parseDeviceProfile(const std::string &text, std::st
       return std::nullopt;
     }
     profile.*field.value = it->second;
+  }
+  if (auto it = numbers.find(kHostMemory.key); it != numbers.end()) {
+    if (!(it->second > 0)) {
+      error = std::string("\"") + kHostMemory.key + "\" must be a positive number";
+      return std::nullopt;
+    }
+    profile.hostMemoryBytes = it->second;
   }
   return profile;
 }

@@ -17,13 +17,16 @@ struct DeviceProfile {
   double duplexFactor = 0;         // each direction's share of its rate when both run
   double hostAdamParamsPerSecond = 0;
   double deviceMemoryBytes = 0; // what plans may use
+  double hostMemoryBytes = 0;   // the host's memory, where the host state lives; 0: unknown
 };
 
-/// The profile as a JSON object: "name" and the rates, by their snake_case names.
+/// The profile as a JSON object: "name" and the rates, by their snake_case names (the host's
+/// memory where known).
 std::string deviceProfileJson(const DeviceProfile &profile);
 
 /// The profile of that JSON object; nothing, with `error` saying why, when the text is not a
-/// JSON object or a rate is missing or not a positive number. Other members are ignored.
+/// JSON object or a rate is missing or not a positive number ("host_memory_bytes" may be
+/// missing: profiles from before it). Other members are ignored.
 std::optional<DeviceProfile> parseDeviceProfile(const std::string &text, std::string &error);
 
 } // namespace mt

@@ -5,6 +5,7 @@
 #include "plan/DeviceProfile.h"
 
 #include "runtime/AdamW.h"
+#include "runtime/HostState.h"
 #include "runtime/host/Kernels.h"
 
 #include <algorithm>
@@ -15,7 +16,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-#include <unistd.h>
 
 namespace mt {
 
@@ -80,10 +80,10 @@ std::string calibrateHost(const std::string &path) {
                   adamwUpdate(param.data(), m.data(), v.data(), grad.data(), elements, 1e-3, 0.01,
                               adamw, 1);
                 });
-  double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  auto ram = static_cast<double>(physicalHostBytes());
 
   DeviceProfile profile{"host backend", gemm, memory, copy, copy, std::min(1.0, both / copy),
-                        adam, ram};
+                        adam,           ram,  ram};
   std::ofstream out(path);
   out << deviceProfileJson(profile);
   if (!out)

@@ -14,6 +14,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <unistd.h>
 
 namespace mt {
 
@@ -66,6 +67,10 @@ int64_t availableHostBytes() {
     if (key == "MemAvailable:")
       return kib * 1024;
   return -1;
+}
+
+int64_t physicalHostBytes() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
 }
 
 HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int ranks,

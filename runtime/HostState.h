@@ -17,6 +17,8 @@ namespace mt {
 /// The memory the kernel says a new allocation can take without swapping (MemAvailable), or
 /// -1 where it does not say.
 int64_t availableHostBytes();
+/// The host's physical memory in bytes.
+int64_t physicalHostBytes();
 
 /// One parameter's arrays: the masters and bf16 copies of the elements `held`, the moments
 /// of the elements `owned`. Owned is all `count` elements unless the state is one

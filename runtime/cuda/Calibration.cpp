@@ -5,6 +5,7 @@
 #include "plan/DeviceProfile.h"
 
 #include "runtime/AdamW.h"
+#include "runtime/HostState.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaCheck.h"
 
@@ -134,8 +135,15 @@ std::string calibrateDevice(const std::string &path) {
   MT_CUDA_CHECK(cudaEventDestroy(started));
   MT_CUDA_CHECK(cudaEventDestroy(finished));
 
-  DeviceProfile profile{properties.name, gemm, memory, in, out, duplex, adam,
-                        static_cast<double>(freeBytes)};
+  DeviceProfile profile{properties.name,
+                        gemm,
+                        memory,
+                        in,
+                        out,
+                        duplex,
+                        adam,
+                        static_cast<double>(freeBytes),
+                        static_cast<double>(physicalHostBytes())};
   std::ofstream file(path);
   file << deviceProfileJson(profile);
   if (!file)
