@@ -113,7 +113,35 @@ void checkDeviceMemory(int64_t needed, int64_t arena, int64_t reserve) {
                   "; compile the plan for what is free (mtc --device-memory)");
 }
 
+/// Where build() puts what is not a member: the constant pool's bytes and where each constant
+/// lies in it, a serialized run's own offsets, the token inputs' bytes, and each offloaded
+/// value's place in the host block.
+struct Executor::Layout {
+  std::string constants;
+  std::vector<std::pair<const plan::Program *, int>> constantValues;
+  std::vector<int64_t> constantOffsets;
+  std::vector<Storage> constantStorage;
+  int64_t arenaBytes = 0, inputBytes = 0;
+  std::vector<std::vector<int64_t>> ownOffsets; // serialized: per step command, its results'
+  std::vector<int64_t> ownWorkspace;            // serialized: per step command
+  std::vector<int64_t> hostOffsets;             // per step value, -1 when not on the host
+  int64_t hostBytes = 0, hostPoolBytes = 0;
+};
+
 void Executor::build() {
+  checkHostState();
+  Layout layout = layoutOf();
+  allocateDevice(layout);
+  step = bindProgram(plan.step(), true, layout);
+  for (const plan::Template &layer : plan.templates())
+    templates.push_back(bindProgram(layer.body(), false, layout));
+  placeOffloads(layout);
+  bindStep(layout);
+  checkStepReads();
+  start(layout);
+}
+
+void Executor::checkHostState() const {
   const plan::Program &stepProgram = plan.step();
   if (stepProgram.commands_size() == 0 || stepProgram.commands(0).stream().empty())
     throw CudaError("the CUDA backend runs scheduled plans; compile with mtc -o PLAN.mtp "
@@ -132,21 +160,21 @@ void Executor::build() {
                       plan.parameters(p).name() + ", but the step uploads [" +
                       std::to_string(upload.begin) + ", " + std::to_string(upload.end) + ")");
   }
+}
 
+Executor::Layout Executor::layoutOf() const {
+  const plan::Program &stepProgram = plan.step();
+  Layout layout;
   // Constants of the step and of every template go to one pool, uploaded once.
-  std::string constants;
-  std::vector<std::pair<const plan::Program *, int>> constantValues;
-  std::vector<int64_t> constantOffsets;
-  std::vector<Storage> constantStorage;
   auto gatherConstants = [&](const plan::Program &program) {
     for (int id = 0; id < program.values_size(); ++id)
       if (program.values(id).has_constant()) {
         std::string bytes;
-        constantStorage.push_back(encodeConstant(program.values(id), bytes));
-        constantOffsets.push_back(static_cast<int64_t>(constants.size()));
-        constantValues.emplace_back(&program, id);
-        constants += bytes;
-        constants.resize(alignToDevice(constants.size()));
+        layout.constantStorage.push_back(encodeConstant(program.values(id), bytes));
+        layout.constantOffsets.push_back(static_cast<int64_t>(layout.constants.size()));
+        layout.constantValues.emplace_back(&program, id);
+        layout.constants += bytes;
+        layout.constants.resize(alignToDevice(layout.constants.size()));
       }
   };
   gatherConstants(stepProgram);
@@ -154,28 +182,32 @@ void Executor::build() {
     gatherConstants(layer.body());
 
   // Serialized runs give every result and workspace bytes of their own.
-  int64_t arenaBytes = plan.arena_bytes();
-  std::vector<std::vector<int64_t>> ownOffsets(stepProgram.commands_size());
-  std::vector<int64_t> ownWorkspace(stepProgram.commands_size(), 0);
+  layout.arenaBytes = plan.arena_bytes();
+  layout.ownOffsets.resize(stepProgram.commands_size());
+  layout.ownWorkspace.assign(stepProgram.commands_size(), 0);
   if (options.serialize) {
     int64_t top = 0;
     for (int c = 0; c < stepProgram.commands_size(); ++c) {
       const plan::Command &command = stepProgram.commands(c);
       for (int r = 0; r < command.offsets_size(); ++r) {
-        ownOffsets[c].push_back(command.offsets(r) < 0 ? -1 : top);
+        layout.ownOffsets[c].push_back(command.offsets(r) < 0 ? -1 : top);
         if (command.offsets(r) >= 0)
           top += alignToDevice(command.result_bytes(r));
       }
-      ownWorkspace[c] = top;
+      layout.ownWorkspace[c] = top;
       top += alignToDevice(command.workspace_bytes());
     }
-    arenaBytes = top;
+    layout.arenaBytes = top;
   }
 
-  int64_t inputBytes = 0;
   for (const plan::Input &input : stepProgram.inputs())
-    inputBytes += alignToDevice(elementsOf(stepProgram.values(input.value()).type()) * kTokenBytes);
+    layout.inputBytes +=
+        alignToDevice(elementsOf(stepProgram.values(input.value()).type()) * kTokenBytes);
+  return layout;
+}
 
+void Executor::allocateDevice(const Layout &layout) {
+  const plan::Program &stepProgram = plan.step();
   if (plan.blas_workspace_bytes() <= 0)
     throw CudaError("the plan reserves no device memory beside its arena; recompile it with "
                     "this mtc");
@@ -192,73 +224,73 @@ void Executor::build() {
                     "buffer to cast them in; recompile it with this mtc");
   int64_t stagingBytes = castsMasters ? plan.staging_bytes() : 0;
   int64_t reserve = plan.scratch_bytes() + plan.blas_workspace_bytes() + stagingBytes;
-  checkDeviceMemory(arenaBytes + static_cast<int64_t>(constants.size()) + inputBytes + reserve,
-                    arenaBytes, reserve);
+  int64_t constantBytes = static_cast<int64_t>(layout.constants.size());
+  checkDeviceMemory(layout.arenaBytes + constantBytes + layout.inputBytes + reserve,
+                    layout.arenaBytes, reserve);
 
   blas = std::make_unique<CublasLt>(plan.blas_workspace_bytes());
   deviceMemory.blasWorkspace = plan.blas_workspace_bytes();
   scratch = std::make_unique<Scratch>(plan.scratch_bytes());
   deviceMemory.scratch = plan.scratch_bytes();
-  arena = DeviceAllocation::create(arenaBytes);
-  deviceMemory.arena = arenaBytes;
-  constantPool = DeviceAllocation::create(constants.size());
-  MT_CUDA_CHECK(cudaMemcpy(constantPool, constants.data(), constants.size(),
+  arena = DeviceAllocation::create(layout.arenaBytes);
+  deviceMemory.arena = layout.arenaBytes;
+  constantPool = DeviceAllocation::create(constantBytes);
+  MT_CUDA_CHECK(cudaMemcpy(constantPool, layout.constants.data(), layout.constants.size(),
                            cudaMemcpyHostToDevice));
-  deviceMemory.constants = static_cast<int64_t>(constants.size());
-  inputPool = DeviceAllocation::create(inputBytes);
-  deviceMemory.inputs = inputBytes;
+  deviceMemory.constants = constantBytes;
+  inputPool = DeviceAllocation::create(layout.inputBytes);
+  deviceMemory.inputs = layout.inputBytes;
   if (stagingBytes > 0)
     staging = DeviceAllocation::create(stagingBytes);
   deviceMemory.staging = stagingBytes;
+}
 
-  auto bindProgram = [&](const plan::Program &program, bool isStep) {
-    auto bound = std::make_unique<Program>();
-    bound->values.resize(program.values_size());
-    bound->offsets.assign(program.values_size(), -1);
-    bound->workspace.assign(program.commands_size(), 0);
-    for (int id = 0; id < program.values_size(); ++id)
-      bound->values[id].shape.assign(program.values(id).type().shape().begin(),
-                                     program.values(id).type().shape().end());
-    for (size_t k = 0; k < constantValues.size(); ++k)
-      if (constantValues[k].first == &program) {
-        int id = constantValues[k].second;
-        bound->values[id] = tensorOf(program.values(id).type(), constantStorage[k],
-                                     constantPool.data() + constantOffsets[k]);
-      }
-    for (int c = 0; c < program.commands_size(); ++c) {
-      const plan::Command &command = program.commands(c);
-      bound->workspace[c] = isStep && options.serialize ? ownWorkspace[c]
-                                                        : command.workspace_offset();
-      bool offload = command.op() == "mt.offload";
-      if (!offload && command.offsets_size() != command.results_size())
-        throw CudaError(command.op() + " at " + command.location() +
-                        " has no device offsets; recompile the plan with this mtc");
-      for (int r = 0; r < command.results_size(); ++r) {
-        int id = command.results(r);
-        const plan::TensorType &type = program.values(id).type();
-        if (offload)
-          continue; // bound below, once the host block exists
-        int64_t offset = isStep && options.serialize ? ownOffsets[c][r] : command.offsets(r);
-        int64_t bytes = command.result_bytes(r);
-        bound->values[id] = tensorOf(type, storageFor(type, bytes), nullptr);
-        bound->offsets[id] = offset;
-      }
+std::unique_ptr<Executor::Program> Executor::bindProgram(const plan::Program &program, bool isStep,
+                                                         const Layout &layout) const {
+  auto bound = std::make_unique<Program>();
+  bound->values.resize(program.values_size());
+  bound->offsets.assign(program.values_size(), -1);
+  bound->workspace.assign(program.commands_size(), 0);
+  for (int id = 0; id < program.values_size(); ++id)
+    bound->values[id].shape.assign(program.values(id).type().shape().begin(),
+                                   program.values(id).type().shape().end());
+  for (size_t k = 0; k < layout.constantValues.size(); ++k)
+    if (layout.constantValues[k].first == &program) {
+      int id = layout.constantValues[k].second;
+      bound->values[id] = tensorOf(program.values(id).type(), layout.constantStorage[k],
+                                   constantPool.data() + layout.constantOffsets[k]);
     }
-    return bound;
-  };
-  step = bindProgram(stepProgram, true);
-  for (const plan::Template &layer : plan.templates())
-    templates.push_back(bindProgram(layer.body(), false));
+  const bool own = isStep && options.serialize;
+  for (int c = 0; c < program.commands_size(); ++c) {
+    const plan::Command &command = program.commands(c);
+    bound->workspace[c] = own ? layout.ownWorkspace[c] : command.workspace_offset();
+    bool offload = command.op() == "mt.offload";
+    if (!offload && command.offsets_size() != command.results_size())
+      throw CudaError(command.op() + " at " + command.location() +
+                      " has no device offsets; recompile the plan with this mtc");
+    for (int r = 0; r < command.results_size() && !offload; ++r) {
+      // Offloaded results are bound by placeOffloads, once the host block exists.
+      int id = command.results(r);
+      const plan::TensorType &type = program.values(id).type();
+      bound->values[id] = tensorOf(type, storageFor(type, command.result_bytes(r)), nullptr);
+      bound->offsets[id] = own ? layout.ownOffsets[c][r] : command.offsets(r);
+    }
+  }
+  return bound;
+}
 
+void Executor::placeOffloads(Layout &layout) {
   // Offloaded values keep their device storage in one page-aligned host block, pinned
   // with the host state: each checkpoint a slot of its own, and each gradient too, or with
   // the gradient ring a place in it.
+  const plan::Program &stepProgram = plan.step();
   gradientParameter.assign(stepProgram.values_size(), -1);
   for (int p = 0; p < stepProgram.gradients_size(); ++p)
     gradientParameter[stepProgram.gradients(p)] = p;
   const bool ring = options.gradientRing && !options.serialize && !options.collectives;
-  int64_t hostBytes = 0;
-  std::vector<int64_t> hostOffsets(stepProgram.values_size(), -1);
+  int64_t &hostBytes = layout.hostBytes;
+  std::vector<int64_t> &hostOffsets = layout.hostOffsets;
+  hostOffsets.assign(stepProgram.values_size(), -1);
   std::vector<int> ringOrder; // gradients, in the order they land
   std::vector<int64_t> offloadBytes(stepProgram.values_size(), 0);
   for (const plan::Command &command : stepProgram.commands())
@@ -288,17 +320,18 @@ void Executor::build() {
     }
     constantGradients.push_back(p);
   }
-  int64_t hostPoolBytes = pageAlign(std::max<int64_t>(hostBytes, 1));
+  layout.hostPoolBytes = pageAlign(std::max<int64_t>(hostBytes, 1));
   // Refused before it is taken: the kernel would grant it and kill the run as it pins.
-  if (int64_t available = availableHostBytes(); available >= 0 && hostPoolBytes > available) {
+  if (int64_t available = availableHostBytes();
+      available >= 0 && layout.hostPoolBytes > available) {
     char message[256];
     std::snprintf(message, sizeof message,
                   "the offloaded checkpoints and gradients need %.1f GiB of host memory beside "
                   "the host state, but this machine has %.1f GiB available",
-                  hostPoolBytes / 1073741824.0, available / 1073741824.0);
+                  layout.hostPoolBytes / 1073741824.0, available / 1073741824.0);
     throw CudaError(message);
   }
-  hostPool.reset(static_cast<char *>(std::aligned_alloc(kPage, hostPoolBytes)));
+  hostPool.reset(static_cast<char *>(std::aligned_alloc(kPage, layout.hostPoolBytes)));
   if (!hostPool)
     throw CudaError("cannot allocate " + std::to_string(hostBytes) +
                     " bytes of host memory for offloaded checkpoints and gradients");
@@ -315,6 +348,10 @@ void Executor::build() {
     zero.data = hostPool.get() + hostOffsets[stepProgram.gradients(p)];
     std::memset(zero.data, 0, zero.bytes());
   }
+}
+
+void Executor::bindStep(const Layout &layout) {
+  const plan::Program &stepProgram = plan.step();
   for (int id = 0; id < stepProgram.values_size(); ++id)
     if (step->offsets[id] >= 0)
       step->values[id].data = arena.data() + step->offsets[id];
@@ -329,7 +366,7 @@ void Executor::build() {
   for (int p = 0; p < stepProgram.gradients_size(); ++p) {
     int id = stepProgram.gradients(p);
     const DeviceTensor &gradient = step->values.at(id);
-    if (hostOffsets[id] < 0 || gradient.storage != Storage::F32)
+    if (layout.hostOffsets[id] < 0 || gradient.storage != Storage::F32)
       throw CudaError("the gradient of " + plan.parameters(p).name() +
                       " is not offloaded to the host in fp32; recompile the plan with this mtc");
     gradients.push_back(reinterpret_cast<float *>(gradient.data));
@@ -343,6 +380,10 @@ void Executor::build() {
           if (stepProgram.gradients(p) == id)
             notices[c].parameters.push_back(p);
   }
+}
+
+void Executor::checkStepReads() const {
+  const plan::Program &stepProgram = plan.step();
   // Averaging a gradient over the ranks overwrites its device buffer: nothing may read that
   // buffer after the offload.
   if (options.collectives) {
@@ -369,12 +410,14 @@ void Executor::build() {
           throw CudaError(command.op() + " at " + command.location() + " reads parameter " +
                           plan.parameters(stepProgram.values(id).parameter()).name() +
                           " without a prefetch");
+}
 
+void Executor::start(const Layout &layout) {
   std::vector<PinnedMemory::Region> regions;
   for (const LayerBlock &block : state.blocks)
     regions.push_back({block.begin, static_cast<size_t>(block.bytes)});
-  if (hostBytes > 0)
-    regions.push_back({hostPool.get(), static_cast<size_t>(hostPoolBytes)});
+  if (layout.hostBytes > 0)
+    regions.push_back({hostPool.get(), static_cast<size_t>(layout.hostPoolBytes)});
   pinned = std::make_unique<PinnedMemory>(regions);
 
   streams = {Stream::create(), Stream::create(), Stream::create()};
@@ -383,7 +426,7 @@ void Executor::build() {
   clock.begin = Event::forTiming();
   for (Event &end : clock.streamEnds)
     end = Event::forTiming();
-  for (int c = 0; options.timeCommands && c < stepProgram.commands_size(); ++c) {
+  for (int c = 0; options.timeCommands && c < plan.step().commands_size(); ++c) {
     clock.commandStarts.push_back(Event::forTiming());
     clock.commandEnds.push_back(Event::forTiming());
   }

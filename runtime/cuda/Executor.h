@@ -111,9 +111,27 @@ public:
 
 private:
   struct Program;
+  struct Layout;
+  /// Checks the plan and the host state against each other, then allocates, binds and pins
+  /// in the steps below.
   void build();
-  /// A program's values as device tensors: results placed in `base` by their offsets.
-  void bind(const plan::Program &program, Program &bound, char *base);
+  void checkHostState() const;
+  /// The constant pool, a serialized run's own offsets and the inputs' bytes.
+  Layout layoutOf() const;
+  /// Refuses a plan larger than the free device memory, then allocates its parts.
+  void allocateDevice(const Layout &layout);
+  /// A program's values as device tensors (offloaded results unbound), with their offsets.
+  std::unique_ptr<Program> bindProgram(const plan::Program &program, bool isStep,
+                                       const Layout &layout) const;
+  /// Places every offloaded value (checkpoints, gradients, a ring of them) in the host block.
+  void placeOffloads(Layout &layout);
+  /// Binds the step's arena values and inputs, and its gradients and their notices.
+  void bindStep(const Layout &layout);
+  /// Refuses a step that reads a parameter without prefetching it, or (with collectives) a
+  /// gradient after its offload.
+  void checkStepReads() const;
+  /// Pins the host state and block, and makes the streams and events.
+  void start(const Layout &layout);
   /// Places the gradients `order` (step value ids, in landing order) in a ring at `base` of
   /// the host block, sets ringOccupants, and returns the ring's bytes.
   /// `bytes` holds each offloaded value's host bytes.
