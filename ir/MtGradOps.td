@@ -135,6 +135,27 @@ def MT_CrossEntropyGradOp : MT_GradOp<"cross_entropy_grad"> {
   }];
 }
 
+def MT_LinearCrossEntropyGradOp : MT_GradOp<"linear_cross_entropy_grad"> {
+  let summary = "gradients of mt.linear_cross_entropy with respect to input and weight";
+  let description = [{
+    Remakes each chunk's logits, turns them into (softmax - onehot(targets)) * grad / N, and
+    multiplies them back: into the chunk's rows of the input gradient and, summed over the
+    chunks, the weight gradient.
+
+    ```mlir
+    %dx, %dw = mt.linear_cross_entropy_grad %x, %w, %t, %g transpose_weight chunk = 512 : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, MT_FloatTensor:$weight, MT_IndexTensor:$targets,
+                       MT_FloatTensor:$grad, UnitAttr:$transpose_weight, I64Attr:$chunk);
+  let results = (outs MT_FloatTensor:$input_grad, MT_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $targets `,` $grad (`transpose_weight` $transpose_weight^)?
+    `chunk` `=` $chunk attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def MT_ScatterAddOp : MT_GradOp<"scatter_add"> {
   let summary = "sums slices of grad into zeros of the result's shape at indices along axis";
   let description = [{

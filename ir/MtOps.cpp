@@ -306,6 +306,33 @@ LogicalResult CrossEntropyOp::verify() {
   return verifyResultShape(*this, Shape{});
 }
 
+/// The shapes of a linear cross-entropy: input [..., K], weight [K, V] (or [V, K] with
+/// `transposed`), targets [...], a chunk of at least one row.
+static LogicalResult verifyLinearLoss(Operation *op, Value input, Value weight, Value targets,
+                                      bool transposed, int64_t chunk) {
+  llvm::ArrayRef<int64_t> x = shapeOf(input), w = shapeOf(weight);
+  if (x.empty() || w.size() != 2)
+    return op->emitOpError("needs an input of rank 1 or more and a weight of rank 2, got ")
+           << formatShape(x) << " and " << formatShape(w);
+  if (x.back() != (transposed ? w[1] : w[0]))
+    return op->emitOpError("the input's last axis ")
+           << x.back() << " is not the weight's " << (transposed ? "second" : "first") << " "
+           << formatShape(w);
+  if (x.drop_back() != shapeOf(targets))
+    return op->emitOpError("targets ")
+           << formatShape(shapeOf(targets)) << " must be the input's shape without its last axis";
+  if (chunk < 1)
+    return op->emitOpError("chunk must be at least one row, got ") << chunk;
+  return success();
+}
+
+LogicalResult LinearCrossEntropyOp::verify() {
+  if (failed(verifyLinearLoss(*this, getInput(), getWeight(), getTargets(), getTransposeWeight(),
+                              getChunk())))
+    return failure();
+  return verifyResultShape(*this, Shape{});
+}
+
 //===----------------------------------------------------------------------===//
 // Views and data movement
 //===----------------------------------------------------------------------===//
@@ -480,6 +507,17 @@ LogicalResult CrossEntropyGradOp::verify() {
   if (!shapeOf(getGrad()).empty())
     return emitOpError("grad must be a scalar");
   return verifySameTypes(*this, getResult(), getLogits(), "result");
+}
+
+LogicalResult LinearCrossEntropyGradOp::verify() {
+  if (failed(verifyLinearLoss(*this, getInput(), getWeight(), getTargets(), getTransposeWeight(),
+                              getChunk())))
+    return failure();
+  if (!shapeOf(getGrad()).empty())
+    return emitOpError("grad must be a scalar");
+  if (failed(verifySameTypes(*this, getInputGrad(), getInput(), "input_grad")))
+    return failure();
+  return verifySameTypes(*this, getWeightGrad(), getWeight(), "weight_grad");
 }
 
 LogicalResult ScatterAddOp::verify() {

@@ -426,6 +426,28 @@ def MT_CrossEntropyOp : MT_Op<"cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
+def MT_LinearCrossEntropyOp : MT_Op<"linear_cross_entropy", [Pure]> {
+  let summary = "mt.cross_entropy of the logits mt.linear makes, a chunk of rows at a time";
+  let description = [{
+    input [..., K], weight [K, V] ([V, K] with `transpose_weight`), targets [...] -> a
+    scalar: mt.cross_entropy(mt.linear(input, weight), targets), with the logits made and
+    consumed `chunk` rows at a time, so that at most chunk x V of them exist at once (the
+    language-model head's logits over a long sequence are the largest tensor of a step).
+
+    ```mlir
+    %0 = mt.linear_cross_entropy %x, %w, %t transpose_weight chunk = 512 : (tensor<2x16x64xf32>, tensor<96x64xf32>, tensor<2x16xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins MT_FloatTensor:$input, MT_FloatTensor:$weight, MT_IndexTensor:$targets,
+                       UnitAttr:$transpose_weight, I64Attr:$chunk);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $targets (`transpose_weight` $transpose_weight^)? `chunk` `=` $chunk
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Views and data movement
 //===----------------------------------------------------------------------===//

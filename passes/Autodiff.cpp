@@ -25,6 +25,11 @@ using namespace mt;
 
 namespace {
 
+/// The most logits a fused loss makes at once (16 MiB of fp32, in the device's kernel scratch
+/// beside the whole step), and the fewest chunks it takes.
+constexpr int64_t kLossChunkElements = int64_t(1) << 22;
+constexpr int64_t kLossChunks = 4;
+
 llvm::ArrayRef<int64_t> shapeOf(Value value) {
   return llvm::cast<RankedTensorType>(value.getType()).getShape();
 }
@@ -404,6 +409,14 @@ LogicalResult Differentiator::differentiate(Operation *op) {
         accumulate(a.getValue(), grad.getValueGrad());
         return success();
       })
+      .Case<LinearCrossEntropyOp>([&](LinearCrossEntropyOp c) {
+        auto grad = b.create<LinearCrossEntropyGradOp>(
+            loc, c.getInput().getType(), c.getWeight().getType(), c.getInput(), c.getWeight(),
+            c.getTargets(), g, c.getTransposeWeightAttr(), c.getChunkAttr());
+        accumulate(c.getInput(), grad.getInputGrad());
+        accumulate(c.getWeight(), grad.getWeightGrad());
+        return success();
+      })
       .Case<CrossEntropyOp>([&](CrossEntropyOp c) {
         accumulate(c.getLogits(), b.create<CrossEntropyGradOp>(loc, c.getLogits().getType(),
                                                                c.getLogits(), c.getTargets(), g));
@@ -525,6 +538,7 @@ struct AutodiffPass : mt::impl::AutodiffPassBase<AutodiffPass> {
         llvm::isa<FloatType>(type.getElementType()))
       return first;
     llvm::SmallVector<BlockArgument> tokens;
+    llvm::SmallVector<LinearOp> heads;
     for (BlockArgument argument : forward.getArguments())
       if (llvm::isa<IntegerType>(getElementTypeOrSelf(argument.getType())))
         tokens.push_back(argument);
@@ -546,18 +560,39 @@ struct AutodiffPass : mt::impl::AutodiffPassBase<AutodiffPass> {
                              b.getDictionaryAttr(b.getNamedAttr(
                                  "mt.name", b.getStringAttr("targets" + suffix.str()))),
                              input.getLoc());
-      Value loss = b.create<CrossEntropyOp>(output.getLoc(),
-                                            RankedTensorType::get({}, logits.getElementType()),
-                                            output, forward.getArgument(index));
+      Value targets = forward.getArgument(index);
+      auto scalar = RankedTensorType::get({}, logits.getElementType());
+      Value loss;
+      // Logits of a bias-free projection that only the loss reads (a language-model head)
+      // are made and consumed a chunk of rows at a time, never all at once.
+      auto head = output.getDefiningOp<LinearOp>();
+      if (head && !head.getBias() && output.hasOneUse()) {
+        int64_t vocabulary = std::max<int64_t>(logits.getShape().back(), 1);
+        int64_t rows = std::max<int64_t>(logits.getNumElements() / vocabulary, 1);
+        int64_t chunk = std::clamp<int64_t>(
+            std::min(kLossChunkElements, rows * vocabulary / kLossChunks) / vocabulary, 1, rows);
+        loss = b.create<LinearCrossEntropyOp>(
+            output.getLoc(), scalar, head.getInput(), head.getWeight(), targets,
+            head.getTransposeWeightAttr(), b.getI64IntegerAttr(chunk));
+        heads.push_back(head);
+      } else {
+        loss = b.create<CrossEntropyOp>(output.getLoc(), scalar, output, targets);
+      }
       sum = sum ? b.create<AddOp>(output.getLoc(), loss.getType(), sum, loss).getResult() : loss;
     }
-    if (ret.getNumOperands() == 1)
-      return sum;
-    auto scalar = llvm::cast<RankedTensorType>(sum.getType());
-    Value scale = b.create<ConstantOp>(
-        ret.getLoc(), DenseElementsAttr::get(scalar, b.getFloatAttr(scalar.getElementType(),
-                                                                    1.0 / ret.getNumOperands())));
-    return b.create<MulOp>(ret.getLoc(), scalar, sum, scale).getResult();
+    if (ret.getNumOperands() > 1) {
+      auto scalar = llvm::cast<RankedTensorType>(sum.getType());
+      Value scale = b.create<ConstantOp>(
+          ret.getLoc(), DenseElementsAttr::get(scalar, b.getFloatAttr(scalar.getElementType(),
+                                                                      1.0 / ret.getNumOperands())));
+      sum = b.create<MulOp>(ret.getLoc(), scalar, sum, scale).getResult();
+    }
+    // The fused heads' logits are no longer made (the return is rebuilt from the loss).
+    ret->setOperands({});
+    for (LinearOp head : heads)
+      if (head->use_empty())
+        head.erase();
+    return sum;
   }
 };
 

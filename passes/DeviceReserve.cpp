@@ -67,6 +67,17 @@ int64_t kernelScratchBytes(Operation *op) {
     floats = elements(op->getOperand(1)) + 1;
   } else if (name == "mt.cross_entropy_grad") {
     floats = 1;
+  } else if (name == "mt.linear_cross_entropy" || name == "mt.linear_cross_entropy_grad") {
+    // A chunk's fp32 logits (the gradient: made in place, then copied to bf16 for the
+    // products), each row's loss and the count; an fp32 operand beside a bf16 one as bf16.
+    int64_t rows = elements(op->getOperand(2)), weight = elements(op->getOperand(1));
+    int64_t vocabulary = weight / std::max<int64_t>(lastDim(op->getOperand(0)), 1);
+    int64_t chunk = std::min(rows, op->getAttrOfType<IntegerAttr>("chunk").getInt());
+    bool grad = name == "mt.linear_cross_entropy_grad";
+    floats = chunk * vocabulary * (grad ? 2 : 1) + rows + 1;
+    bool input = fp32OnDevice(op->getOperand(0)), head = fp32OnDevice(op->getOperand(1));
+    if (input != head)
+      floats += (elements(op->getOperand(input ? 0 : 1)) + 1) / 2;
   } else if (name == "mt.attention_grad") {
     Value query = op->getOperand(0);
     floats = 2 * elements(query) / std::max<int64_t>(lastDim(query), 1);
@@ -103,6 +114,11 @@ DeviceReserve deviceReserve(ModuleOp module) {
         reserve.scratch = std::max(reserve.scratch, kernelScratchBytes(op));
       if (llvm::isa<MatmulOp, LinearOp>(op))
         largestProduct = std::max(largestProduct, elements(op->getResult(0)) * 4);
+      if (llvm::isa<LinearCrossEntropyOp, LinearCrossEntropyGradOp>(op))
+        largestProduct =
+            std::max(largestProduct, op->getAttrOfType<IntegerAttr>("chunk").getInt() *
+                                         elements(op->getOperand(1)) /
+                                         std::max<int64_t>(lastDim(op->getOperand(0)), 1) * 4);
     });
   reserve.blasWorkspace = std::clamp<int64_t>(largestProduct, 1 << 20, 32 << 20);
   if (auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters); masters && masters.getValue())

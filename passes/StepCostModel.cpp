@@ -47,6 +47,13 @@ double tensorCoreFlops(Operation *op) {
   }
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return 2.0 * elementsOf(linear.getType()) * shapeOf(linear.getInput()).back();
+  // The fused loss's products: the logits forward; remade, then both gradients, backward.
+  if (auto loss = llvm::dyn_cast<LinearCrossEntropyOp>(op))
+    return 2.0 * elementsOf(loss.getInput().getType()) * elementsOf(loss.getWeight().getType()) /
+           shapeOf(loss.getInput()).back();
+  if (auto grad = llvm::dyn_cast<LinearCrossEntropyGradOp>(op))
+    return 6.0 * elementsOf(grad.getInput().getType()) * elementsOf(grad.getWeight().getType()) /
+           shapeOf(grad.getInput()).back();
   auto attentionWork = [&](Value query, Value key, std::optional<uint64_t> window) {
     llvm::ArrayRef<int64_t> q = shapeOf(query);
     return static_cast<double>(q[0]) * q[1] * q[2] * keysSeen(key, window) * q[3];
@@ -183,6 +190,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   auto countForwardWork = [&](Operation *op, double calls) {
     if (auto linear = llvm::dyn_cast<LinearOp>(op))
       matmulParams += calls * elementsOf(linear.getWeight().getType());
+    if (auto loss = llvm::dyn_cast<LinearCrossEntropyOp>(op))
+      matmulParams += calls * elementsOf(loss.getWeight().getType());
     if (auto attention = llvm::dyn_cast<AttentionOp>(op)) {
       llvm::ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
       attentionTerm += calls * 12.0 * q[1] * q[3] *

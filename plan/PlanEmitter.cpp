@@ -198,6 +198,9 @@ public:
           return failure();
       if (auto loss = llvm::dyn_cast<CrossEntropyOp>(op))
         plan.set_vocabulary(loss.getLogits().getType().getShape().back());
+      if (auto loss = llvm::dyn_cast<LinearCrossEntropyOp>(op))
+        plan.set_vocabulary(
+            loss.getWeight().getType().getShape()[loss.getTransposeWeight() ? 0 : 1]);
     }
     return success();
   }

@@ -238,6 +238,11 @@ if [[ -f $plans/bench-9b.mtp ]]; then
     grep 'need .* GiB of host memory beside the host state'"
 fi
 
+# The Llama-3-8B shape at 32768 tokens in a 16 GiB plan, its loss fused with its head
+# (u32 tokens: the vocabulary passes 65536), 3 steps.
+[[ -f $plans/long3-32768.mtp ]] && part long3-32768 $run $plans/long3-32768.mtp --init random \
+  --data $plans/long3-32768.tokens --data-dtype u32 --steps 3 --lr 1e-4 --backend=cuda \
+  --metrics "$out/long3-32768.jsonl"
 # Long context: the 7B shape at sequences 32768 and 57344 in 16 GiB plans, 3 steps each.
 for seq in 32768 57344; do
   [[ -f $plans/long-$seq.mtp ]] && part long-$seq $run $plans/long-$seq.mtp --init random \

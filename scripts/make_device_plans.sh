@@ -172,6 +172,16 @@ fi
 # (opset 23's causal Attention: no sequence x sequence mask in the model) within a 16 GiB device
 # budget (their plans' peaks are 8.4 and 13.7 GiB).
 if [[ "${WITH_LONG:-0}" == 1 ]]; then
+  # The Llama-3-8B shape (32 layers, hidden 4096, 32 heads over 8, SwiGLU 14336, vocabulary
+  # 128256: 8.03B parameters) at 32768: its head's logits alone would be 8 GiB in bf16; the
+  # loss fused with the head makes them a chunk at a time.
+  /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/long3-32768.onnx" 32 4096 32 8 14336 128256 32768 causal
+  "$mtc" "$out/long3-32768.onnx" --input-shape input_ids:1x32768 --device-memory=16GiB --summary -o - >"$out/long3-32768.summary"
+  "$mtc" "$out/long3-32768.onnx" --input-shape input_ids:1x32768 --device-memory=16GiB -o "$out/long3-32768.mtp"
+  rm "$out/long3-32768.onnx"
+  /usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(7).integers(0, 128256, 32769 * 4, dtype=np.uint32).tofile('$out/long3-32768.tokens')"
   for seq in 32768 57344; do
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/long-$seq.onnx" 32 4096 32 32 11008 32000 $seq causal
     "$mtc" "$out/long-$seq.onnx" --input-shape input_ids:1x$seq --device-memory=16GiB --summary -o - >"$out/long-$seq.summary"

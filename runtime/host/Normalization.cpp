@@ -1,7 +1,9 @@
-// Reductions and the kernels built on them: reduce_*, softmax, rms_norm, layer_norm and
-// cross_entropy with their gradients. Every sum is taken in double, in element order, so
-// float training stays close to PyTorch's and runs are reproducible.
+// Reductions and the kernels built on them: reduce_*, softmax, rms_norm, layer_norm,
+// cross_entropy and linear_cross_entropy (the loss fused with its head) with their gradients. Every
+// sum is taken in double, in element order, so float training stays close to PyTorch's and runs are
+// reproducible.
 #include "runtime/host/KernelSupport.h"
+#include "runtime/host/Products.h"
 
 #include <cmath>
 #include <limits>
@@ -290,15 +292,10 @@ void layerNormGrad(const Args<T> &args) {
   }
 }
 
-/// The vocabulary size and the position count of a cross-entropy, checking the targets.
+/// Checks that operand `operand` holds `positions` targets, each in [0, v) or ignored.
 template <typename T>
-std::pair<int64_t, int64_t> checkTargets(const Args<T> &args) {
-  const Shape &shape = args.in(0).shape;
-  if (shape.empty())
-    args.fail("the logits must have rank 1 or more");
-  int64_t v = shape.back();
-  int64_t positions = product(shape, 0, shape.size() - 1);
-  const std::vector<int64_t> &targets = args.ints(1);
+void checkTargetIds(const Args<T> &args, size_t operand, int64_t v, int64_t positions) {
+  const std::vector<int64_t> &targets = args.ints(operand);
   if (static_cast<int64_t>(targets.size()) != positions)
     args.fail("has " + std::to_string(targets.size()) + " targets for " +
               std::to_string(positions) + " positions");
@@ -306,10 +303,19 @@ std::pair<int64_t, int64_t> checkTargets(const Args<T> &args) {
     if ((targets[i] < 0 || targets[i] >= v) && targets[i] != kIgnoredTarget)
       args.fail("target " + std::to_string(targets[i]) + " at position " + std::to_string(i) +
                 " is outside the vocabulary of " + std::to_string(v));
+}
+
+/// The vocabulary size and the position count of a cross-entropy, checking the targets.
+template <typename T> std::pair<int64_t, int64_t> checkTargets(const Args<T> &args) {
+  const Shape &shape = args.in(0).shape;
+  if (shape.empty())
+    args.fail("the logits must have rank 1 or more");
+  int64_t v = shape.back();
+  int64_t positions = product(shape, 0, shape.size() - 1);
+  checkTargetIds(args, 1, v, positions);
   return {v, positions};
 }
 
-/// The positions whose targets count (not kIgnoredTarget): the mean's divisor.
 int64_t countedTargets(const std::vector<int64_t> &targets) {
   return std::count_if(targets.begin(), targets.end(),
                        [](int64_t target) { return target != kIgnoredTarget; });
@@ -371,6 +377,108 @@ void crossEntropyGrad(const Args<T> &args) {
   }
 }
 
+/// A linear cross-entropy's extents (input [rows, k], the head's logits [rows, v]), its head
+/// as row-major [k, v] and as [v, k], checked with its targets (operand 2).
+template <typename T> struct LinearLoss {
+  int64_t rows, k, v, chunk;
+  std::vector<T> byColumns, byRows; // the head as [k, v] and as [v, k]
+
+  explicit LinearLoss(const Args<T> &args) {
+    const Shape &xs = args.in(0).shape, &ws = args.in(1).shape;
+    bool transposed = args.flag("transpose_weight");
+    if (xs.empty() || ws.size() != 2 || xs.back() != (transposed ? ws[1] : ws[0]))
+      args.fail("the input's last axis does not meet the weight");
+    k = xs.back();
+    v = transposed ? ws[0] : ws[1];
+    rows = product(xs, 0, xs.size() - 1);
+    chunk = args.attrInt("chunk");
+    if (chunk < 1)
+      args.fail("chunk must be at least one row");
+    checkTargetIds(args, 2, v, rows);
+    const T *w = args.reals(1).data();
+    std::vector<T> turned = transposeMatrices(w, 1, transposed ? v : k, transposed ? k : v);
+    byColumns = transposed ? turned : std::vector<T>(w, w + k * v);
+    byRows = transposed ? std::vector<T>(w, w + k * v) : turned;
+  }
+
+  /// The logits of rows [first, first + count) into `logits` [count, v], rounded as
+  /// mt.linear rounds them.
+  void logitsOf(const T *x, int64_t first, int64_t count, std::vector<T> &logits) const {
+    logits.resize(static_cast<size_t>(count * v));
+    multiply<T>({{x + first * k, byColumns.data(), logits.data()}}, count, v, k, nullptr);
+  }
+};
+
+/// mt.linear_cross_entropy: mt.cross_entropy's sum over the chunks' logits, the same mean.
+template <typename T> void linearCrossEntropy(const Args<T> &args) {
+  args.expectCounts(3, 3, 1);
+  LinearLoss<T> loss(args);
+  if (args.out(0).size() != 1)
+    args.fail("the result must be a scalar");
+  const std::vector<int64_t> &targets = args.ints(2);
+  std::vector<T> logits;
+  double total = 0.0;
+  for (int64_t first = 0; first < loss.rows; first += loss.chunk) {
+    int64_t count = std::min(loss.chunk, loss.rows - first);
+    loss.logitsOf(args.reals(0).data(), first, count, logits);
+    for (int64_t i = 0; i < count; ++i) {
+      const T *row = logits.data() + i * loss.v;
+      if (int64_t target = targets[first + i]; target != kIgnoredTarget)
+        total += logSumExp(row, loss.v) - static_cast<double>(row[target]);
+    }
+  }
+  args.realResult(0)[0] = static_cast<T>(total / static_cast<double>(countedTargets(targets)));
+}
+
+/// mt.linear_cross_entropy_grad: per chunk, the logits' gradient as mt.cross_entropy_grad
+/// makes it, times the head into the chunk's input rows, and into the head's gradient.
+template <typename T> void linearCrossEntropyGrad(const Args<T> &args) {
+  args.expectCounts(4, 4, 2);
+  LinearLoss<T> loss(args);
+  if (args.in(3).size() != 1)
+    args.fail("the grad must be a scalar");
+  if (args.out(0).shape != args.in(0).shape || args.out(1).shape != args.in(1).shape)
+    args.fail("the results' shapes differ from the input's and the weight's");
+  const std::vector<int64_t> &targets = args.ints(2);
+  double scale =
+      static_cast<double>(args.reals(3)[0]) / static_cast<double>(countedTargets(targets));
+  const T *x = args.reals(0).data();
+  T *dx = args.realResult(0).data();
+  bool transposed = args.flag("transpose_weight");
+  std::vector<T> headGrad(static_cast<size_t>(loss.k * loss.v), T(0)); // as the weight lies
+  std::vector<T> logits;
+  for (int64_t first = 0; first < loss.rows; first += loss.chunk) {
+    int64_t count = std::min(loss.chunk, loss.rows - first);
+    loss.logitsOf(x, first, count, logits);
+    for (int64_t i = 0; i < count; ++i) {
+      T *row = logits.data() + i * loss.v;
+      int64_t target = targets[first + i];
+      if (target == kIgnoredTarget) {
+        std::fill(row, row + loss.v, T(0));
+        continue;
+      }
+      double lse = logSumExp(row, loss.v);
+      for (int64_t j = 0; j < loss.v; ++j) {
+        double p = std::exp(static_cast<double>(row[j]) - lse);
+        row[j] = static_cast<T>((p - (j == target ? 1.0 : 0.0)) * scale);
+      }
+    }
+    // dx = dlogits @ head^T; the head's gradient += x^T @ dlogits (or its transpose).
+    multiply<T>({{logits.data(), loss.byRows.data(), dx + first * loss.k}}, count, loss.k, loss.v,
+                nullptr);
+    if (transposed) {
+      std::vector<T> lT = transposeMatrices(logits.data(), 1, count, loss.v);
+      multiply<T>({{lT.data(), x + first * loss.k, headGrad.data(), headGrad.data()}}, loss.v,
+                  loss.k, count, nullptr);
+    } else {
+      std::vector<T> xT = transposeMatrices(x + first * loss.k, 1, count, loss.k);
+      multiply<T>({{xT.data(), logits.data(), headGrad.data(), headGrad.data()}}, loss.k, loss.v,
+                  count, nullptr);
+    }
+  }
+  std::copy(headGrad.begin(), headGrad.end(), args.realResult(1).begin());
+}
+
 } // namespace
 
 template <typename T>
@@ -387,6 +495,8 @@ void addNormalizationKernels(KernelMap<T> &kernels) {
   kernels["mt.layer_norm_grad"] = layerNormGrad<T>;
   kernels["mt.cross_entropy"] = crossEntropy<T>;
   kernels["mt.cross_entropy_grad"] = crossEntropyGrad<T>;
+  kernels["mt.linear_cross_entropy"] = linearCrossEntropy<T>;
+  kernels["mt.linear_cross_entropy_grad"] = linearCrossEntropyGrad<T>;
 }
 
 template void addNormalizationKernels<float>(KernelMap<float> &);

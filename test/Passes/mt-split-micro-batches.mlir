@@ -16,8 +16,8 @@
 // CHECK-NEXT: return %[[L0]], %[[L1]]
 // LOSS-LABEL: func.func @train_step
 // LOSS-SAME: {mt.name = "targets.0"}, %{{.*}}: tensor<2x3xi64> {mt.name = "targets.1"}
-// LOSS: %[[C0:.*]] = mt.cross_entropy
-// LOSS: %[[C1:.*]] = mt.cross_entropy
+// LOSS: %[[C0:.*]] = mt.linear_cross_entropy
+// LOSS: %[[C1:.*]] = mt.linear_cross_entropy
 // LOSS: %[[S:.*]] = mt.add %[[C0]], %[[C1]]
 // LOSS: %[[HALF:.*]] = mt.constant dense<5.000000e-01> : tensor<f32>
 // LOSS: mt.mul %[[S]], %[[HALF]]

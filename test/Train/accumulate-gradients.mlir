@@ -5,11 +5,12 @@
 // Tests mt-accumulate-gradients: with two layer-major micro-batches, the second backward call
 // of each layer sums its weight gradients into the first call's (a copy of the template that
 // takes them as trailing arguments, each product's epilogue adding its accumulator), and the
-// step adds none of them; the head's weight gradient, two products, becomes one product
-// with the other as its addend.
+// step adds none of them; the head's weight gradients, one from each micro-batch's fused
+// loss, are added.
 // CHECK-LABEL: func.func @train_step
-// CHECK: %[[HEAD0:.*]] = mt.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<4x10xf32>, tensor<4x8xf32>) -> tensor<10x8xf32>
-// CHECK: mt.matmul %{{.*}}, %{{.*}}, %[[HEAD0]] transpose_lhs : (tensor<4x10xf32>, tensor<4x8xf32>, tensor<10x8xf32>) -> tensor<10x8xf32>
+// CHECK: %{{.*}}, %[[HEAD1:.*]] = mt.linear_cross_entropy_grad
+// CHECK: %{{.*}}, %[[HEAD0:.*]] = mt.linear_cross_entropy_grad
+// CHECK: mt.add %[[HEAD1]], %[[HEAD0]] : (tensor<10x8xf32>, tensor<10x8xf32>) -> tensor<10x8xf32>
 // CHECK: %[[FIRST:.*]]:7 = call @layer_1_bwd(
 // CHECK-NEXT: call @layer_1_bwd.accumulate.1.2.3.4.5.6({{.*}}, %[[FIRST]]#1, %[[FIRST]]#2, %[[FIRST]]#3, %[[FIRST]]#4, %[[FIRST]]#5, %[[FIRST]]#6)
 // CHECK-NOT: mt.add %[[FIRST]]
@@ -24,10 +25,8 @@
 // CHECK: return
 
 // The summed result takes its accumulator's buffer: the second call's weight gradients sit
-// where the first call's were, and the head's summed product where its first product was.
+// where the first call's were.
 // PLACED-LABEL: func.func @train_step
-// PLACED: mt.matmul %{{.*}}, %{{.*}} transpose_lhs {mt.offsets = array<i64: [[HEAD:[0-9]+]]>, mt.sizes = array<i64: 320>}
-// PLACED: mt.matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_lhs {mt.offsets = array<i64: [[HEAD]]>, mt.sizes = array<i64: 320>}
 // PLACED: call @layer_1_bwd({{.*}} mt.offsets = array<i64: {{[0-9]+}}, [[GRADS:[0-9, ]+]]>
 // PLACED-NEXT: call @layer_1_bwd.accumulate.1.2.3.4.5.6({{.*}} mt.offsets = array<i64: {{[0-9]+}}, [[GRADS]]>
 

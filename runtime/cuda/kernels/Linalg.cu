@@ -5,6 +5,7 @@
 #include "runtime/cuda/TensorCopy.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/KernelArgs.h"
+#include "runtime/cuda/kernels/Products.h"
 
 #include <cuda_bf16.h>
 
@@ -25,30 +26,6 @@ __global__ void addBias(Ref c, Ref bias, int64_t rows, int64_t n) {
 }
 
 unsigned gridFor(int64_t n) { return std::min<unsigned>(blocksFor(n), 65535u * 8); }
-
-/// Both operands in fp32 (a plan with fp32 device storage) are multiplied in fp32;
-/// otherwise in bf16.
-cudaDataType_t inputType(const KernelArgs &args) {
-  return args.real(0).storage == Storage::F32 && args.real(1).storage == Storage::F32
-             ? CUDA_R_32F
-             : CUDA_R_16BF;
-}
-
-/// The operand's elements in `type`: in place when the arena holds them so, else converted
-/// to bf16 into scratch (an fp32 constant or gradient next to a bf16 operand).
-const void *operandAs(const KernelArgs &args, size_t operand, cudaDataType_t type) {
-  const DeviceTensor &tensor = args.real(operand);
-  if (tensor.storage == (type == CUDA_R_32F ? Storage::F32 : Storage::BF16))
-    return tensor.data;
-  auto *converted = static_cast<__nv_bfloat16 *>(args.scratch(tensor.size() * 2));
-  toBf16<<<gridFor(tensor.size()), 256, 0, args.stream>>>(tensor.ref(), converted, tensor.size());
-  checkLaunch(args);
-  return converted;
-}
-
-cudaDataType_t outputType(const KernelArgs &args) {
-  return args.realResult(0).storage == Storage::BF16 ? CUDA_R_16BF : CUDA_R_32F;
-}
 
 int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
   int64_t n = 1;
@@ -76,8 +53,8 @@ void matmul(const KernelArgs &args) {
   if (os[os.size() - 2] != shape.m || os.back() != shape.n)
     args.fail("the result is not [..., " + std::to_string(shape.m) + ", " +
               std::to_string(shape.n) + "]");
-  shape.output = outputType(args);
-  shape.input = inputType(args);
+  shape.output = productOutputType(args, 0);
+  shape.input = productInputType(args);
   // An addend is summed in the product's epilogue (beta = 1) from the result's buffer: the
   // plan puts the result in the addend's buffer when it can; otherwise it is copied there.
   bool accumulate = args.operandCount() == 3;
@@ -152,8 +129,8 @@ void linear(const KernelArgs &args) {
     args.fail("the bias has " + std::to_string(args.in(2).size()) + " elements, not " +
               std::to_string(shape.n));
   shape.m = product(xs, 0, xs.size() - 1);
-  shape.output = outputType(args);
-  shape.input = inputType(args);
+  shape.output = productOutputType(args, 0);
+  shape.input = productInputType(args);
   // The bias goes in the product's epilogue when it is stored like the result; otherwise
   // (an fp32 bias next to a bf16 result) a pass adds it.
   bool hasBias = args.operandCount() == 3;
@@ -169,6 +146,35 @@ void linear(const KernelArgs &args) {
 }
 
 } // namespace
+
+/// Both operands in fp32 (a plan with fp32 device storage) are multiplied in fp32;
+/// otherwise in bf16.
+cudaDataType_t productInputType(const KernelArgs &args) {
+  return args.real(0).storage == Storage::F32 && args.real(1).storage == Storage::F32 ? CUDA_R_32F
+                                                                                      : CUDA_R_16BF;
+}
+
+/// The operand's elements in `type`: in place when the arena holds them so, else converted
+/// to bf16 into scratch (an fp32 constant or gradient next to a bf16 operand).
+const void *operandAs(const KernelArgs &args, size_t operand, cudaDataType_t type) {
+  const DeviceTensor &tensor = args.real(operand);
+  if (tensor.storage == (type == CUDA_R_32F ? Storage::F32 : Storage::BF16))
+    return tensor.data;
+  void *converted = args.scratch(tensor.size() * 2);
+  convertToBf16(args, tensor.ref(), converted, tensor.size());
+  return converted;
+}
+
+void convertToBf16(const KernelArgs &args, Ref from, void *to, int64_t n) {
+  if (n == 0)
+    return;
+  toBf16<<<gridFor(n), 256, 0, args.stream>>>(from, static_cast<__nv_bfloat16 *>(to), n);
+  checkLaunch(args);
+}
+
+cudaDataType_t productOutputType(const KernelArgs &args, size_t result) {
+  return args.realResult(result).storage == Storage::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
 
 void addLinalgKernels(DeviceKernelMap &kernels) {
   kernels["mt.matmul"] = matmul;

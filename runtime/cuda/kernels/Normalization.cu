@@ -1,9 +1,12 @@
-// Device ports of runtime/host/Normalization.cpp: reduce_*, softmax, rms_norm, layer_norm and
-// cross_entropy with their gradients, in fp32 with fixed-order reductions so runs reproduce.
+// Device ports of runtime/host/Normalization.cpp: reduce_*, softmax, rms_norm, layer_norm,
+// cross_entropy and linear_cross_entropy with their gradients, in fp32 with fixed-order
+// reductions so runs reproduce.
 #include "plan/DeviceLayout.h"
 #include "runtime/KernelShapes.h"
+#include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/KernelArgs.h"
+#include "runtime/cuda/kernels/Products.h"
 
 #include <algorithm>
 #include <cmath>
@@ -871,6 +874,134 @@ void crossEntropyGrad(const KernelArgs &args) {
   checkLaunch(args);
 }
 
+// ---- Cross-entropy fused with its head ------------------------------------------------------
+// mt.linear_cross_entropy makes the logits a chunk of rows at a time in fp32 scratch (a
+// cuBLASLt product) and reduces them with the kernels above; the gradient remakes each
+// chunk's logits, turns them into their gradient in place, and multiplies that (in bf16 when
+// the operands are) into the chunk's input rows and, summed over the chunks, the head's
+// gradient.
+
+/// A linear cross-entropy's extents: input [rows, k], the head [k, v] ([v, k] transposed).
+struct LinearLoss {
+  int64_t rows, k, v, chunk;
+  bool transposed;
+};
+
+LinearLoss linearLossOf(const KernelArgs &args) {
+  const Shape &xs = args.in(0).shape, &ws = args.in(1).shape;
+  bool transposed = args.flag("transpose_weight");
+  if (xs.empty() || ws.size() != 2 || xs.back() != (transposed ? ws[1] : ws[0]))
+    args.fail("the input's last axis does not meet the weight");
+  int64_t rows = product(xs, 0, xs.size() - 1);
+  LinearLoss loss{rows, xs.back(), transposed ? ws[0] : ws[1],
+                  std::min(args.attrInt("chunk"), rows), transposed};
+  if (args.attrInt("chunk") < 1)
+    args.fail("chunk must be at least one row");
+  if (args.integer(2).size() != rows)
+    args.fail("has " + std::to_string(args.integer(2).size()) + " targets for " +
+              std::to_string(rows) + " positions");
+  return loss;
+}
+
+/// `ref` moved on by `elements`.
+Ref shifted(Ref ref, int64_t elements) {
+  return {static_cast<char *>(ref.data) + elements * widthOf(ref.storage), ref.storage};
+}
+
+/// Enqueues the logits of input rows [first, first + count) into fp32 `logits`.
+void chunkLogits(const KernelArgs &args, const LinearLoss &loss, cudaDataType_t type, const void *x,
+                 const void *w, int64_t first, int64_t count, float *logits) {
+  MatmulShape shape;
+  shape.m = count;
+  shape.n = loss.v;
+  shape.k = loss.k;
+  shape.transposeB = loss.transposed;
+  shape.input = type;
+  shape.output = CUDA_R_32F;
+  int64_t width = type == CUDA_R_16BF ? 2 : 4;
+  args.blas.matmul(shape, static_cast<const char *>(x) + first * loss.k * width, w, logits, false,
+                   args.stream);
+}
+
+void linearCrossEntropy(const KernelArgs &args) {
+  args.expectCounts(3, 3, 1);
+  LinearLoss loss = linearLossOf(args);
+  if (args.out(0).size() != 1)
+    args.fail("the result must be a scalar");
+  cudaDataType_t type = productInputType(args);
+  const void *x = operandAs(args, 0, type), *w = operandAs(args, 1, type);
+  float *logits = scratchFloats(args, loss.chunk * loss.v);
+  float *losses = scratchFloats(args, loss.rows + 1), *counted = losses + loss.rows;
+  Ref targets = args.integer(2).ref();
+  for (int64_t first = 0; first < loss.rows && loss.v > 0; first += loss.chunk) {
+    int64_t count = std::min(loss.chunk, loss.rows - first);
+    chunkLogits(args, loss, type, x, w, first, count, logits);
+    crossEntropyRowsKernel<<<gridFor(count), lineThreads(loss.v), 0, args.stream>>>(
+        floatRef(logits), shifted(targets, first), count, loss.v, losses + first);
+    checkLaunch(args);
+  }
+  countTargetsKernel<<<1, 1024, 0, args.stream>>>(targets, loss.rows, counted);
+  checkLaunch(args);
+  crossEntropyMeanKernel<<<1, 1024, 0, args.stream>>>(losses, loss.rows, counted,
+                                                      args.realResult(0).ref());
+  checkLaunch(args);
+}
+
+void linearCrossEntropyGrad(const KernelArgs &args) {
+  args.expectCounts(4, 4, 2);
+  LinearLoss loss = linearLossOf(args);
+  if (args.in(3).size() != 1)
+    args.fail("the grad must be a scalar");
+  if (args.out(0).shape != args.in(0).shape || args.out(1).shape != args.in(1).shape)
+    args.fail("the results' shapes differ from the input's and the weight's");
+  cudaDataType_t type = productInputType(args);
+  const void *x = operandAs(args, 0, type), *w = operandAs(args, 1, type);
+  int64_t width = type == CUDA_R_16BF ? 2 : 4, cells = loss.chunk * loss.v;
+  // The chunk's fp32 logits (their gradient, in place), then its bf16 copy for the products.
+  auto *region = static_cast<char *>(
+      args.scratch(static_cast<size_t>(std::max<int64_t>(cells * (4 + (width == 2 ? 2 : 0)), 1))));
+  auto *logits = reinterpret_cast<float *>(region);
+  const void *slopes = width == 2 ? region + cells * 4 : region;
+  float *counted = scratchFloats(args, 1);
+  Ref targets = args.integer(2).ref();
+  countTargetsKernel<<<1, 1024, 0, args.stream>>>(targets, loss.rows, counted);
+  checkLaunch(args);
+  const DeviceTensor &dx = args.realResult(0), &dw = args.realResult(1);
+  cudaDataType_t dxType = productOutputType(args, 0), dwType = productOutputType(args, 1);
+  int64_t dxWidth = dxType == CUDA_R_16BF ? 2 : 4;
+  for (int64_t first = 0; first < loss.rows && loss.v > 0; first += loss.chunk) {
+    int64_t count = std::min(loss.chunk, loss.rows - first);
+    chunkLogits(args, loss, type, x, w, first, count, logits);
+    crossEntropyGradKernel<<<gridFor(count), lineThreads(loss.v), 0, args.stream>>>(
+        floatRef(logits), shifted(targets, first), args.real(3).ref(), floatRef(logits), count,
+        loss.v, counted);
+    checkLaunch(args);
+    if (width == 2)
+      convertToBf16(args, floatRef(logits), const_cast<void *>(slopes), count * loss.v);
+    const char *rows = static_cast<const char *>(x) + first * loss.k * width;
+    // dx = dlogits @ head^T (the head as [k, v]; as [v, k] it is not transposed).
+    MatmulShape input;
+    input.m = count;
+    input.n = loss.k;
+    input.k = loss.v;
+    input.transposeB = !loss.transposed;
+    input.input = type;
+    input.output = dxType;
+    args.blas.matmul(input, slopes, w, static_cast<char *>(dx.data) + first * loss.k * dxWidth,
+                     false, args.stream);
+    // The head's gradient += dlogits^T @ x ([v, k]) or x^T @ dlogits ([k, v]).
+    MatmulShape head;
+    head.transposeA = true;
+    head.k = count;
+    head.m = loss.transposed ? loss.v : loss.k;
+    head.n = loss.transposed ? loss.k : loss.v;
+    head.input = type;
+    head.output = dwType;
+    args.blas.matmul(head, loss.transposed ? slopes : rows, loss.transposed ? rows : slopes,
+                     dw.data, first > 0, args.stream);
+  }
+}
+
 } // namespace
 
 void addNormalizationKernels(DeviceKernelMap &kernels) {
@@ -886,6 +1017,8 @@ void addNormalizationKernels(DeviceKernelMap &kernels) {
   kernels["mt.layer_norm_grad"] = layerNormGrad;
   kernels["mt.cross_entropy"] = crossEntropy;
   kernels["mt.cross_entropy_grad"] = crossEntropyGrad;
+  kernels["mt.linear_cross_entropy"] = linearCrossEntropy;
+  kernels["mt.linear_cross_entropy_grad"] = linearCrossEntropyGrad;
 }
 
 } // namespace mt::cuda
