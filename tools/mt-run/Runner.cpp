@@ -2,7 +2,10 @@
 // backend, runs the trainer, and writes the trained weights.
 #include "tools/mt-run/Runner.h"
 
+#include "tools/mt-run/Launch.h"
 #include "tools/mt-run/Options.h"
+#include "tools/mt-run/Outputs.h"
+#include "tools/mt-run/StartState.h"
 
 #include "runtime/AdamW.h"
 #include "runtime/GradientCheck.h"
@@ -11,7 +14,6 @@
 #include "runtime/PretrainedWeights.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TrainedOnnx.h"
-#include "runtime/parallel/Rendezvous.h"
 #include "runtime/parallel/ThreadRanks.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/StepBackend.h"
@@ -37,55 +39,6 @@
 namespace mt {
 
 namespace {
-/// The backend a run takes: --backend's (auto: the available one that prefers itself most,
-/// the host's for thread ranks); the host's for --check-schedule.
-const BackendKind &chooseBackend(const Options &options, bool deviceCheck) {
-  if (options.ranks > 1 &&
-      (options.checkSchedule || (options.backend != "auto" && options.backend != "host")))
-    throw std::runtime_error("--ranks runs on the host backend, without --check-schedule");
-  bool hostOnly = options.checkSchedule || options.ranks > 1;
-  if (hostOnly && options.backend != "auto" && options.backend != "host")
-    throw std::runtime_error("--check-schedule runs on the host backend; add --backend=host");
-  const BackendKind &kind = findBackend(hostOnly ? "host" : options.backend);
-  if (deviceCheck && !kind.check)
-    throw std::runtime_error(
-        std::string(options.checkKernels ? "--check-kernels" : "--check-against-host") +
-        " checks a device's step, and the " + kind.name +
-        " backend has no device (--backend=cuda needs an mt-run built with "
-        "the CUDA toolkit, and a GPU)");
-  return kind;
-}
-
-/// This process as the ranks of a run over processes (--nproc-per-node, or a launcher's
-/// variables): returns the exit code, or -1 where it trains alone or is one such rank.
-int launchAsRanks(const Options &options, const std::function<int(const Options &)> &train) {
-  LaunchEnvironment launched = launchEnvironment();
-  bool fromLauncher = launched.worldSize > 1 && options.processes == 0;
-  if ((!fromLauncher && options.processes == 0) || options.processRank >= 0)
-    return -1;
-  if ((options.checkAgainstHost || options.checkKernels) && (fromLauncher || options.processes))
-    throw std::runtime_error("--check-against-host and --check-kernels check one GPU's step; "
-                             "they do not run over ranks");
-  const BackendKind *kind = findLauncher();
-  if (!kind)
-    throw std::runtime_error(
-        (fromLauncher ? "this process is rank " + std::to_string(launched.rank) + " of " +
-                            std::to_string(launched.worldSize) + " (WORLD_SIZE), which"
-                      : std::string("--nproc-per-node")) +
-        " needs an mt-run built with the CUDA toolkit (a backend that runs over processes)");
-  return kind->launch(options.processes, [&](int rank, int processes, const void *group) {
-    // Rank 0 reports; the others keep only their errors.
-    Options own = options;
-    own.processes = processes;
-    own.processRank = rank;
-    own.group = group;
-    own.backend = kind->name;
-    if (rank > 0 && !std::freopen("/dev/null", "w", stdout))
-      throw std::runtime_error("cannot quiet rank " + std::to_string(rank));
-    return train(own);
-  });
-}
-
 int train(const Options &options) {
   if (int code = launchAsRanks(options, train); code >= 0)
     return code;
@@ -178,27 +131,9 @@ int train(const Options &options) {
                   std::max(0, options.processRank), std::max(1, options.processes),
                   HostState::Masters::Sharded);
   CheckpointInfo &resumed = settings.resumed;
-  double resumeSeconds = 0;
-  if (!resumeFrom.empty()) {
-    auto begin = std::chrono::steady_clock::now();
-    resumed = readCheckpoint(resumeFrom, state, settings.planHash);
-    resumeSeconds = since(begin);
-    // A run stopped after its last step's checkpoint but before its outputs were written
-    // resumes to write them.
-    bool outputs = !options.saveWeights.empty() || !options.saveOnnx.empty();
-    if (resumed.step > options.steps || (resumed.step == options.steps && !outputs))
-      throw std::runtime_error("--resume " + resumeFrom + " is at step " +
-                               std::to_string(resumed.step) + "; --steps " +
-                               std::to_string(options.steps) +
-                               " (counted from the start of training) leaves nothing to run");
-  } else if (pretrained) {
-    loadPretrainedWeights(state, *pretrained, pretrainedSources);
-    pretrained.reset();
-  } else if (options.init == "random") {
-    state.initializeRandomly(options.seed);
-  } else {
-    state.loadInitialWeights(planDir);
-  }
+  double resumeSeconds = fillHostState(state, options, resumeFrom, planDir, settings.planHash,
+                                       pretrained.get(), pretrainedSources, resumed);
+  pretrained.reset();
   state.refreshStreamCopies();
   double stateSeconds = since(startup);
   DeviceCheck check = options.checkKernels ? DeviceCheck::Kernels : DeviceCheck::AgainstHost;
@@ -210,22 +145,8 @@ int train(const Options &options) {
   TokenData data(options.data, options.dataDtype);
   StepInputs stepInputs(plan, options.padTokenId);
   stepInputs.checkData(data);
-  if (!resumeFrom.empty()) {
-    if (resumed.dataTokens != data.size())
-      throw std::runtime_error("--resume " + resumeFrom + " was written reading " +
-                               std::to_string(resumed.dataTokens) + " tokens; " + options.data +
-                               " holds " + std::to_string(data.size()));
-    data.seek(resumed.dataPosition);
-    std::printf("resumed | %s | step %lld | data position %lld | %.1f MiB read and checked in "
-                "%.2f s\n",
-                resumeFrom.c_str(), static_cast<long long>(resumed.step),
-                static_cast<long long>(resumed.dataPosition), checkpointBytes(state) / 1048576.0,
-                resumeSeconds);
-    if (resumed.step == options.steps)
-      std::printf("resumed | step %lld is the last: nothing left to train, the outputs are "
-                  "written from it\n",
-                  static_cast<long long>(resumed.step));
-  }
+  if (!resumeFrom.empty())
+    resumeData(data, resumed, resumeFrom, options, checkpointBytes(state), resumeSeconds);
   int64_t parameters = 0;
   for (const ParameterState &p : state.parameters)
     parameters += p.count;
@@ -256,23 +177,7 @@ int train(const Options &options) {
                 "rank)\n",
                 options.ranks, ranks->rankBytes() / 1048576.0, state.bytes() / 1048576.0);
   } else {
-    BackendSettings backendSettings;
-    backendSettings.serialize = options.serialize;
-    backendSettings.interleave = options.checkSchedule;
-    backendSettings.seed = options.seed;
-    backendSettings.ignoredEvent = options.ignoredEvent;
-    backendSettings.processes = options.processes;
-    backendSettings.processRank = options.processRank;
-    backendSettings.group = options.group;
-    backendSettings.gradientsConsumedOnLanding =
-        plan.optimizer().grad_clip() <= 0 && options.processes == 0 &&
-        (stepInputs.layerMajor() || plan.micro_batches() <= 1);
-    auto made = std::chrono::steady_clock::now();
-    backend = kind.make(plan, state, backendSettings);
-    backend->printStartup(parameters);
-    std::printf("start-up | host state %.1f s (allocated, filled%s) | %s backend %.1f s\n",
-                stateSeconds, state.parameters.front().streamCopy ? ", bf16 copies" : "",
-                kind.name.c_str(), since(made));
+    backend = startBackend(kind, options, plan, state, stepInputs.layerMajor(), stateSeconds);
   }
   settings.steps = options.steps;
   settings.stopOnNonFinite = options.onNonFinite == "stop";
@@ -284,37 +189,9 @@ int train(const Options &options) {
   Trainer trainer(plan, state, backend.get(), ranks.get(), data, stepInputs, decays, log, settings);
   const volatile std::sig_atomic_t &stopSignal = catchStopSignals();
   Trainer::Outcome outcome = trainer.run(stopSignal);
-  if (!outcome.nonFinite.empty()) {
-    std::fprintf(stderr, "mt-run: %s%s\n", outcome.nonFinite.c_str(),
-                 checkpoints ? "; the last checkpoint holds the state it left" : "");
-    return 3;
-  }
-  if (stopSignal && outcome.ranThrough < options.steps) {
-    std::fprintf(stderr, "mt-run: stopped by %s after step %lld%s\n",
-                 stopSignal == SIGINT ? "SIGINT" : "SIGTERM",
-                 static_cast<long long>(outcome.ranThrough),
-                 checkpoints ? ", checkpoint written" : " (no --checkpoint-dir: nothing kept)");
-    return 128 + stopSignal;
-  }
-  if (options.saveWeights.empty() && options.saveOnnx.empty())
-    return 0;
-  std::vector<const float *> finalWeights;
-  for (const ParameterState &parameter : state.parameters)
-    finalWeights.push_back(parameter.master);
-  // A rank over processes holds its shards of the masters: rank 0 gets them gathered.
-  std::vector<std::vector<float>> gathered =
-      backend ? backend->gatherMasters() : std::vector<std::vector<float>>{};
-  if (!gathered.empty() && options.processRank <= 0)
-    for (size_t p = 0; p < gathered.size(); ++p)
-      finalWeights[p] = gathered[p].data();
-  if (options.processRank <= 0) {
-    if (!options.saveWeights.empty()) {
-      std::vector<std::vector<float>> converted;
-      writeSafetensors(options.saveWeights, pytorchWeights(plan, sources, finalWeights, converted));
-    }
-    if (trainedOnnx)
-      trainedOnnx->write(options.saveOnnx, finalWeights);
-  }
+  if (int code = stopCode(outcome, stopSignal, options, checkpoints != nullptr); code >= 0)
+    return code;
+  writeOutputs(options, plan, state, backend.get(), sources, trainedOnnx.get());
   return 0;
 }
 

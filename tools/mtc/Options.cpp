@@ -1,0 +1,164 @@
+// mtc's flags and their checks.
+#include "tools/mtc/Options.h"
+
+#include "passes/DeviceProfile.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace mt::mtc {
+
+llvm::cl::OptionCategory category("mtc options");
+
+llvm::cl::opt<std::string> inputPath(llvm::cl::Positional,
+                                     llvm::cl::desc("<model.onnx|.onnxtxt|.mlir>"),
+                                     llvm::cl::init("-"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> outputPath("o", llvm::cl::desc("Output file ('-' for stdout)"),
+                                      llvm::cl::value_desc("file"), llvm::cl::init("-"),
+                                      llvm::cl::cat(category));
+
+llvm::cl::opt<Stage> emit(
+    "emit",
+    llvm::cl::desc("The stage to write (default: plan when -o names a .mtp file, else graph)"),
+    llvm::cl::values(clEnumValN(Stage::Import, "import", "the graph as imported, before raising"),
+                     clEnumValN(Stage::Graph, "graph", "the graph after raising to fused ops"),
+                     clEnumValN(Stage::Segments, "segments",
+                                "the forward cut into layers that call shared templates"),
+                     clEnumValN(Stage::Train, "train", "the training step: loss and backward"),
+                     clEnumValN(Stage::Schedule, "schedule",
+                                "the step with copies, device buffers, streams and events"),
+                     clEnumValN(Stage::Timeline, "timeline",
+                                "the predicted step as Chrome trace-event JSON (Perfetto)"),
+                     clEnumValN(Stage::Plan, "plan", "the plan that mt-run executes (binary)")),
+    llvm::cl::cat(category));
+
+llvm::cl::opt<Summary>
+    summary("summary", llvm::cl::desc("Print a summary of the model instead of IR"),
+            llvm::cl::init(Summary::None), llvm::cl::ValueOptional,
+            llvm::cl::values(clEnumValN(Summary::Text, "text", "for people (the default)"),
+                             clEnumValN(Summary::Text, "", ""),
+                             clEnumValN(Summary::Json, "json", "one JSON object, for scripts")),
+            llvm::cl::cat(category));
+
+llvm::cl::opt<bool> segmentLayers("segment-layers",
+                                  llvm::cl::desc("Cut the model into layer templates (default on)"),
+                                  llvm::cl::init(true), llvm::cl::cat(category));
+
+llvm::cl::opt<std::string>
+    target("target",
+           llvm::cl::desc("Device profile: h200, or a JSON profile from mt-run --calibrate"),
+           llvm::cl::init("h200"), llvm::cl::cat(category));
+llvm::cl::opt<int64_t> microBatches("micro-batches",
+                                    llvm::cl::desc("Micro-batches accumulated per step"),
+                                    llvm::cl::init(1), llvm::cl::cat(category));
+llvm::cl::opt<std::string> accumulation("accumulation",
+                                        llvm::cl::desc("auto, layer-major or sample-major"),
+                                        llvm::cl::init("auto"), llvm::cl::cat(category));
+llvm::cl::opt<std::string>
+    checkpoints("checkpoints",
+                llvm::cl::desc("Where layer inputs wait for the backward: host or device"),
+                llvm::cl::init("host"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> devicePrecision(
+    "device-precision",
+    llvm::cl::desc("How the device stores weights and activations: bf16 (the default; "
+                   "fp32 accumulation) or fp32 (twice the bytes, exact to fp32)"),
+    llvm::cl::init("bf16"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> streamWeights(
+    "stream-weights",
+    llvm::cl::desc("Where streamed weights come from: auto (the cost model's choice), bf16 "
+                   "(copies on the host, 14 bytes a parameter) or fp32 (the masters, cast on "
+                   "the device: 12 bytes a parameter, twice the PCIe bytes)"),
+    llvm::cl::init("auto"), llvm::cl::cat(category));
+llvm::cl::opt<std::string>
+    deviceMemory("device-memory",
+                 llvm::cl::desc("Device memory the plan may use, e.g. 16GiB (default: the "
+                                "target's)"),
+                 llvm::cl::cat(category));
+
+llvm::cl::opt<int64_t> recomputeInterval(
+    "recompute-interval",
+    llvm::cl::desc("Layers per checkpoint, K (default 0: the smallest K whose plan fits "
+                   "the device memory)"),
+    llvm::cl::init(0), llvm::cl::cat(category));
+
+llvm::cl::opt<bool>
+    schedule("schedule",
+             llvm::cl::desc("Schedule the step: copies, device buffers, streams (default on)"),
+             llvm::cl::init(true), llvm::cl::cat(category));
+
+llvm::cl::list<std::string> inputShapes(
+    "input-shape",
+    llvm::cl::desc("Static shape of a graph input with free dimensions, NAME:4x32 (repeatable)"),
+    llvm::cl::value_desc("NAME:DxD..."), llvm::cl::cat(category));
+
+namespace {
+
+/// "16GiB", "80GB", "512MiB" or plain bytes.
+std::optional<double> parseBytes(llvm::StringRef text) {
+  static const std::pair<const char *, double> units[] = {{"TiB", 1099511627776.0},
+                                                          {"GiB", 1073741824.0},
+                                                          {"MiB", 1048576.0},
+                                                          {"KiB", 1024.0},
+                                                          {"TB", 1e12},
+                                                          {"GB", 1e9},
+                                                          {"MB", 1e6},
+                                                          {"KB", 1e3},
+                                                          {"B", 1.0}};
+  double scale = 1;
+  for (auto [suffix, factor] : units)
+    if (text.consume_back(suffix)) {
+      scale = factor;
+      break;
+    }
+  double value;
+  if (text.trim().getAsDouble(value) || value <= 0)
+    return std::nullopt;
+  return value * scale;
+}
+
+} // namespace
+
+/// The schedule options' values, checked before any work.
+LogicalResult checkScheduleOptions() {
+  if (checkpoints != "host" && checkpoints != "device") {
+    llvm::errs() << "mtc: --checkpoints must be host or device\n";
+    return failure();
+  }
+  if (devicePrecision != "bf16" && devicePrecision != "fp32") {
+    llvm::errs() << "mtc: --device-precision must be bf16 or fp32\n";
+    return failure();
+  }
+  if (streamWeights != "auto" && streamWeights != "bf16" && streamWeights != "fp32") {
+    llvm::errs() << "mtc: --stream-weights must be auto, bf16 or fp32\n";
+    return failure();
+  }
+  if (accumulation != "auto" && accumulation != "layer-major" && accumulation != "sample-major") {
+    llvm::errs() << "mtc: --accumulation must be auto, layer-major or sample-major\n";
+    return failure();
+  }
+  if (microBatches < 1) {
+    llvm::errs() << "mtc: --micro-batches must be at least 1\n";
+    return failure();
+  }
+  std::string error;
+  if (failed(loadDeviceProfile(target, error))) {
+    llvm::errs() << "mtc: " << error << "\n";
+    return failure();
+  }
+  return success();
+}
+
+/// The device memory a plan may use, in bytes: --device-memory, or 0 for the target's.
+FailureOr<int64_t> deviceBudget() {
+  if (deviceMemory.empty())
+    return 0;
+  std::optional<double> bytes = parseBytes(deviceMemory);
+  if (!bytes) {
+    llvm::errs() << "mtc: --device-memory '" << deviceMemory << "' is not a size like 16GiB\n";
+    return failure();
+  }
+  return static_cast<int64_t>(*bytes);
+}
+
+} // namespace mt::mtc
