@@ -339,6 +339,31 @@ Value GraphImporter::materialize(ImportedValue &value, Location loc) {
   return value.value;
 }
 
+/// Whether a tensor is shaped as a mask over scores, [1, ..., 1, T, T] of rank 3 or more
+/// (no weight of a language model is).
+static bool hasMaskShape(const onnx::TensorProto &tensor) {
+  int rank = tensor.dims_size();
+  if (rank < 3 || tensor.dims(rank - 1) != tensor.dims(rank - 2))
+    return false;
+  for (int d = 0; d + 2 < rank; ++d)
+    if (tensor.dims(d) != 1)
+      return false;
+  return true;
+}
+
+/// Whether `reals` are an additive mask: zeros and at least one fill at or below -1e30, and
+/// nothing else.
+static bool isAdditiveMask(const std::vector<double> &reals) {
+  bool filled = false;
+  for (double r : reals) {
+    if (r <= -1e30)
+      filled = true;
+    else if (r != 0.0)
+      return false;
+  }
+  return filled;
+}
+
 LogicalResult GraphImporter::importInitializers() {
   signature = readExportSignature(model.graph());
   for (const onnx::TensorProto &tensor : model.graph().initializer()) {
@@ -364,11 +389,15 @@ LogicalResult GraphImporter::importInitializers() {
       if (std::optional<HostTensor> known = decodeTensor(tensor);
           known && llvm::all_equal(known->reals))
         isParameter = false;
-    // An inline tensor holding infinities (an additive attention mask) is no weight anyone
-    // trains: it folds like the integer masks do.
-    if (isParameter && tensor.data_location() != onnx::TensorProto::EXTERNAL)
+    // An additive attention mask is no weight anyone trains: it folds like the integer masks
+    // do. It holds infinities, or only zeros and a masking fill (the float's lowest value, as
+    // transformers writes it; the exporter folds a static batch's mask into an initializer,
+    // external data included). Of external data only mask shapes are read: [1, ..., T, T].
+    if (isParameter &&
+        (tensor.data_location() != onnx::TensorProto::EXTERNAL || hasMaskShape(tensor)))
       if (std::optional<HostTensor> known = decodeTensor(tensor);
-          known && llvm::any_of(known->reals, [](double r) { return std::isinf(r); }))
+          known && (llvm::any_of(known->reals, [](double r) { return std::isinf(r); }) ||
+                    isAdditiveMask(known->reals)))
         isParameter = false;
     if (isParameter) {
       imported.initializer = &tensor;
