@@ -159,6 +159,11 @@ NOTES = """
   refuses any other mask for it). Left padding is refused: a left-padded row attends to
   nothing, and there the exported graphs differ from PyTorch (first loss 3e-4 off through
   the dynamo export's NaN guard, NaN through the legacy one).
+- **A batch of one.** Exported from a batch of one with static shapes, the dynamo exporter
+  folds the causal mask into an initializer of zeros and the float's lowest value (as
+  external data when the model's weights are); mtc folds such a mask instead of training it,
+  and attention is fused (`test/Frontend/batch1-export.test`: the first loss within 1e-5 of
+  PyTorch's). The zoo exports a batch of two with a dynamic batch axis.
 - **The legacy exporter without a mask.** transformers 5's causal-mask code calls
   `torch.diff`, which torch's legacy exporter cannot write at opset 17: the exporter fails
   before mt sees a model. (OPT, which builds its mask otherwise, exports and trains.)
