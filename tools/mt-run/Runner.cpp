@@ -147,21 +147,7 @@ int train(const Options &options) {
   stepInputs.checkData(data);
   if (!resumeFrom.empty())
     resumeData(data, resumed, resumeFrom, options, checkpointBytes(state), resumeSeconds);
-  int64_t parameters = 0;
-  for (const ParameterState &p : state.parameters)
-    parameters += p.count;
-  std::printf("mt-run | %s | %lld parameters | batch %lld x %lld x %lld micro-batches | %s "
-              "backend | data %s (%lld tokens, %s)\n",
-              options.plan.c_str(), static_cast<long long>(parameters),
-              static_cast<long long>(stepInputs.batch()),
-              static_cast<long long>(stepInputs.length()),
-              static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())), kind.name.c_str(),
-              options.data.c_str(), static_cast<long long>(data.size()), data.format().c_str());
-  std::printf("host state | %.1f MiB in %zu layer blocks | %.1f bytes per parameter | AdamW "
-              "on %s\n",
-              state.bytes() / 1048576.0, state.blocks.size(),
-              parameters ? static_cast<double>(state.bytes()) / parameters : 0.0,
-              adamwVectorUnit());
+  printRunStart(options, plan, state, stepInputs, data, kind.name);
   TrainingLog log(options.processRank <= 0 ? options.metrics : "", options.steps,
                   isatty(fileno(stdout)), resumed.step);
   if (deviceCheck)

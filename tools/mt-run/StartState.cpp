@@ -1,6 +1,9 @@
-// Where an mt-run's host state and data start.
+// Where an mt-run starts: its host state, its data and its header.
 #include "tools/mt-run/StartState.h"
 
+#include "runtime/AdamW.h"
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -51,6 +54,26 @@ void resumeData(TokenData &data, const CheckpointInfo &resumed, const std::strin
     std::printf("resumed | step %lld is the last: nothing left to train, the outputs are "
                 "written from it\n",
                 static_cast<long long>(resumed.step));
+}
+
+void printRunStart(const Options &options, const plan::Plan &plan, const HostState &state,
+                   const StepInputs &stepInputs, const TokenData &data,
+                   const std::string &backend) {
+  int64_t parameters = 0;
+  for (const ParameterState &p : state.parameters)
+    parameters += p.count;
+  std::printf("mt-run | %s | %lld parameters | batch %lld x %lld x %lld micro-batches | %s "
+              "backend | data %s (%lld tokens, %s)\n",
+              options.plan.c_str(), static_cast<long long>(parameters),
+              static_cast<long long>(stepInputs.batch()),
+              static_cast<long long>(stepInputs.length()),
+              static_cast<long long>(std::max<int64_t>(1, plan.micro_batches())), backend.c_str(),
+              options.data.c_str(), static_cast<long long>(data.size()), data.format().c_str());
+  std::printf("host state | %.1f MiB in %zu layer blocks | %.1f bytes per parameter | AdamW "
+              "on %s\n",
+              state.bytes() / 1048576.0, state.blocks.size(),
+              parameters ? static_cast<double>(state.bytes()) / parameters : 0.0,
+              adamwVectorUnit());
 }
 
 } // namespace mt

@@ -1,5 +1,5 @@
-// Where an mt-run's host state starts: a checkpoint, pretrained weights, a random draw or the
-// plan's initial weights; and the token data where a resumed run left it.
+// Where an mt-run starts: its host state from a checkpoint, pretrained weights, a random draw
+// or the plan's initial weights; the token data where a resumed run left it; the run's header.
 #ifndef MT_TOOLS_MTRUN_STARTSTATE_H
 #define MT_TOOLS_MTRUN_STARTSTATE_H
 
@@ -9,6 +9,7 @@
 #include "runtime/PretrainedWeights.h"
 #include "runtime/Safetensors.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/StepInputs.h"
 #include "runtime/train/TokenData.h"
 
 #include <string>
@@ -29,6 +30,11 @@ double fillHostState(HostState &state, const Options &options, const std::string
 /// and says so.
 void resumeData(TokenData &data, const CheckpointInfo &resumed, const std::string &resumeFrom,
                 const Options &options, int64_t checkpointBytes, double resumeSeconds);
+
+/// Prints what the run starts from: the plan, its batch, the backend, the data and the host
+/// state.
+void printRunStart(const Options &options, const plan::Plan &plan, const HostState &state,
+                   const StepInputs &stepInputs, const TokenData &data, const std::string &backend);
 
 } // namespace mt
 
