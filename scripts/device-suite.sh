@@ -243,8 +243,9 @@ fi
 [[ -f $plans/long3-32768.mtp ]] && part long3-32768 $run $plans/long3-32768.mtp --init random \
   --data $plans/long3-32768.tokens --data-dtype u32 --steps 3 --lr 1e-4 --backend=cuda \
   --metrics "$out/long3-32768.jsonl"
-# Long context: the 7B shape at sequences 32768 and 57344 in 16 GiB plans, 3 steps each.
-for seq in 32768 57344; do
+# Long context: the 7B shape at sequences 32768, 57344 and 65536 in 16 GiB plans, 3 steps each
+# (2 past 40000).
+for seq in 32768 57344 65536; do
   [[ -f $plans/long-$seq.mtp ]] && part long-$seq $run $plans/long-$seq.mtp --init random \
     --data $plans/long-$seq.tokens --steps $((seq > 40000 ? 2 : 3)) --lr 1e-4 --backend=cuda --metrics "$out/long-$seq.jsonl"
 done
