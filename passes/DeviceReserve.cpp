@@ -38,6 +38,14 @@ bool fp32OnDevice(Value value) {
   return value.getDefiningOp<ConstantOp>() || deviceBytes(value) == 4 * elements(value);
 }
 
+/// The logits one chunk of a fused loss (operands input, head, targets) makes at once.
+int64_t chunkLogits(Operation *op) {
+  int64_t rows = elements(op->getOperand(2));
+  int64_t vocabulary =
+      elements(op->getOperand(1)) / std::max<int64_t>(lastDim(op->getOperand(0)), 1);
+  return std::min(rows, op->getAttrOfType<IntegerAttr>("chunk").getInt()) * vocabulary;
+}
+
 /// Bytes of `value`'s elements as device constants: reals in fp32, integers at their width.
 int64_t constantBytes(Value value) {
   auto type = llvm::cast<RankedTensorType>(value.getType());
@@ -70,11 +78,8 @@ int64_t kernelScratchBytes(Operation *op) {
   } else if (name == "mt.linear_cross_entropy" || name == "mt.linear_cross_entropy_grad") {
     // A chunk's fp32 logits (the gradient: made in place, then copied to bf16 for the
     // products), each row's loss and the count; an fp32 operand beside a bf16 one as bf16.
-    int64_t rows = elements(op->getOperand(2)), weight = elements(op->getOperand(1));
-    int64_t vocabulary = weight / std::max<int64_t>(lastDim(op->getOperand(0)), 1);
-    int64_t chunk = std::min(rows, op->getAttrOfType<IntegerAttr>("chunk").getInt());
     bool grad = name == "mt.linear_cross_entropy_grad";
-    floats = chunk * vocabulary * (grad ? 2 : 1) + rows + 1;
+    floats = chunkLogits(op) * (grad ? 2 : 1) + elements(op->getOperand(2)) + 1;
     bool input = fp32OnDevice(op->getOperand(0)), head = fp32OnDevice(op->getOperand(1));
     if (input != head)
       floats += (elements(op->getOperand(input ? 0 : 1)) + 1) / 2;
@@ -115,10 +120,7 @@ DeviceReserve deviceReserve(ModuleOp module) {
       if (llvm::isa<MatmulOp, LinearOp>(op))
         largestProduct = std::max(largestProduct, elements(op->getResult(0)) * 4);
       if (llvm::isa<LinearCrossEntropyOp, LinearCrossEntropyGradOp>(op))
-        largestProduct =
-            std::max(largestProduct, op->getAttrOfType<IntegerAttr>("chunk").getInt() *
-                                         elements(op->getOperand(1)) /
-                                         std::max<int64_t>(lastDim(op->getOperand(0)), 1) * 4);
+        largestProduct = std::max(largestProduct, chunkLogits(op) * 4);
     });
   reserve.blasWorkspace = std::clamp<int64_t>(largestProduct, 1 << 20, 32 << 20);
   if (auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters); masters && masters.getValue())

@@ -381,7 +381,7 @@ void crossEntropyGrad(const Args<T> &args) {
 /// as row-major [k, v] and as [v, k], checked with its targets (operand 2).
 template <typename T> struct LinearLoss {
   int64_t rows, k, v, chunk;
-  std::vector<T> byColumns, byRows; // the head as [k, v] and as [v, k]
+  std::vector<T> byColumns; // the head as [k, v]
 
   explicit LinearLoss(const Args<T> &args) {
     const Shape &xs = args.in(0).shape, &ws = args.in(1).shape;
@@ -396,10 +396,11 @@ template <typename T> struct LinearLoss {
       args.fail("chunk must be at least one row");
     checkTargetIds(args, 2, v, rows);
     const T *w = args.reals(1).data();
-    std::vector<T> turned = transposeMatrices(w, 1, transposed ? v : k, transposed ? k : v);
-    byColumns = transposed ? turned : std::vector<T>(w, w + k * v);
-    byRows = transposed ? std::vector<T>(w, w + k * v) : turned;
+    byColumns = transposed ? transposeMatrices(w, 1, v, k) : std::vector<T>(w, w + k * v);
   }
+
+  /// The head as [v, k], which only the gradient reads.
+  std::vector<T> byRows() const { return transposeMatrices(byColumns.data(), 1, k, v); }
 
   /// The logits of rows [first, first + count) into `logits` [count, v], rounded as
   /// mt.linear rounds them.
@@ -446,7 +447,7 @@ template <typename T> void linearCrossEntropyGrad(const Args<T> &args) {
   T *dx = args.realResult(0).data();
   bool transposed = args.flag("transpose_weight");
   std::vector<T> headGrad(static_cast<size_t>(loss.k * loss.v), T(0)); // as the weight lies
-  std::vector<T> logits;
+  std::vector<T> logits, byRows = loss.byRows();
   for (int64_t first = 0; first < loss.rows; first += loss.chunk) {
     int64_t count = std::min(loss.chunk, loss.rows - first);
     loss.logitsOf(x, first, count, logits);
@@ -464,7 +465,7 @@ template <typename T> void linearCrossEntropyGrad(const Args<T> &args) {
       }
     }
     // dx = dlogits @ head^T; the head's gradient += x^T @ dlogits (or its transpose).
-    multiply<T>({{logits.data(), loss.byRows.data(), dx + first * loss.k}}, count, loss.k, loss.v,
+    multiply<T>({{logits.data(), byRows.data(), dx + first * loss.k}}, count, loss.k, loss.v,
                 nullptr);
     if (transposed) {
       std::vector<T> lT = transposeMatrices(logits.data(), 1, count, loss.v);
