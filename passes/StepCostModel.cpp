@@ -66,22 +66,32 @@ double tensorCoreFlops(Operation *op) {
   return 0;
 }
 
+} // namespace
+
+KernelWork kernelWork(Operation *op) {
+  if (double flops = tensorCoreFlops(op))
+    return {flops, 0};
+  int64_t elements = 0;
+  for (Type type : op->getOperandTypes())
+    if (llvm::isa<RankedTensorType>(type))
+      elements += elementsOf(type);
+  for (Type type : op->getResultTypes())
+    if (llvm::isa<RankedTensorType>(type))
+      elements += elementsOf(type);
+  return {0, static_cast<double>(elements) * kActivationBytes};
+}
+
+namespace {
+
 struct Cost {
   double gemmFlops = 0;
   double memoryBytes = 0;      // read and written by kernels that are not GEMMs
   int64_t activationBytes = 0; // the most intermediate bytes alive at once (BufferLiveness)
 
   void add(Operation *op) {
-    double flops = tensorCoreFlops(op);
-    gemmFlops += flops;
-    if (flops != 0)
-      return;
-    int64_t elements = 0;
-    for (Type type : op->getOperandTypes())
-      elements += elementsOf(type);
-    for (Type type : op->getResultTypes())
-      elements += elementsOf(type);
-    memoryBytes += static_cast<double>(elements) * kActivationBytes;
+    KernelWork work = kernelWork(op);
+    gemmFlops += work.flops;
+    memoryBytes += work.bytes;
   }
   /// Another run of a template (a micro-batch): work adds up, memory is reused.
   void merge(const Cost &other) {

@@ -57,6 +57,14 @@ struct StepEstimate {
   std::vector<TimelineSlice> timeline;
 };
 
+/// What one kernel does, as the cost model counts it: dense FLOPs for the ops that run on
+/// tensor cores (products, attention, the fused loss), else the bytes it reads and writes at
+/// the device's activation width. The plan records it per command for mt-run --profile.
+struct KernelWork {
+  double flops = 0, bytes = 0;
+};
+KernelWork kernelWork(mlir::Operation *op);
+
 /// Estimates the step of a module after mt-train (@train_step calling layer templates),
 /// scheduled or not: copies and recomputed calls are what the model itself accounts for.
 mlir::FailureOr<StepEstimate> estimateStep(mlir::ModuleOp module, const DeviceProfile &profile,

@@ -5,6 +5,7 @@
 #include "ir/MtOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "passes/DeviceReserve.h"
+#include "passes/StepCostModel.h"
 #include "plan/PlanFormat.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -192,6 +193,11 @@ public:
         continue;
       }
       command.set_op(op.getName().getStringRef().str());
+      if (!llvm::isa<PrefetchOp, OffloadOp>(op)) {
+        KernelWork work = kernelWork(&op);
+        command.set_flops(work.flops);
+        command.set_bytes(work.bytes);
+      }
       for (NamedAttribute attribute : op.getAttrs())
         if (!attribute.getName().strref().starts_with("mt.") &&
             failed(setAttribute(&op, attribute, command)))

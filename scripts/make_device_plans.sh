@@ -168,6 +168,27 @@ import numpy as np
 np.random.default_rng(6).integers(0, 32000, 8193 * 6, dtype=np.uint16).tofile('$out/window-8192.tokens')"
 fi
 
+# With WITH_PERF=1, the performance rows of #16 for scripts/device-bench.sh: the 3.82B
+# benchmark model (hidden 3072, 32 layers, 24 heads, SwiGLU 8192), a 32B model's layer shape
+# (hidden 5120, 40 heads, SwiGLU 27648) x 8 layers and a 120B model's (hidden 10240, 80 heads,
+# SwiGLU 28672) x 4 layers, each with the peers' full-width heads and vocabulary 32000, at 8
+# sequences of 2048 a step and at 32 (four layer-major micro-batches).
+if [[ "${WITH_PERF:-0}" == 1 ]]; then
+  for model in "3.8b 32 3072 24 8192" "32bl 8 5120 40 27648" "120bl 4 10240 80 28672"; do
+    read -r name layers hidden heads ffn <<<"$model"
+    /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/perf-$name.onnx" $layers $hidden $heads $heads $ffn 32000 2048
+    for micro in 1 4; do
+      "$mtc" "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --micro-batches $micro \
+        --accumulation layer-major \
+        -o "$out/perf-$name-$((8 * micro)).mtp"
+    done
+    rm "$out/perf-$name.onnx"
+  done
+  /usr/bin/python3 -c "
+import numpy as np
+np.random.default_rng(8).integers(0, 32000, 32 * 2049 * 6, dtype=np.uint16).tofile('$out/perf.tokens')"
+fi
+
 # With WITH_LONG=1, long context (#17): the Llama-2-7B shape at sequences 32768, 57344 and
 # 65536 (opset 23's causal Attention: no sequence x sequence mask in the model) within a 16 GiB
 # device budget (their plans' peaks are 8.4, 13.7 and 15.3 GiB).

@@ -51,6 +51,7 @@ public:
     cuda::ExecutorOptions options;
     options.serialize = settings.serialize;
     options.timeCommands = true;
+    options.profileKernels = settings.profile;
     options.collectives = nccl.get();
     options.gradientRing = settings.gradientsConsumedOnLanding;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
@@ -114,6 +115,7 @@ public:
   std::string report() const override;
   StepMeasureList measures() const override;
   void writeTrace(const std::string &path) const override;
+  StepProfile profile() const override { return last.profile; }
 
   void abandon() override {
     // The device's collectives and the updates' may wait for a peer that is gone: aborting

@@ -570,7 +570,20 @@ void Executor::runCommand(const plan::Command &command, const std::vector<Device
   for (int id : command.operands())
     operands.push_back(values[id]);
   scratch->reset();
+  if (!options.profileKernels) {
+    runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, *scratch));
+    return;
+  }
+  size_t k = clock.kernelsRun++;
+  if (k == clock.kernels.size()) {
+    clock.kernelStarts.push_back(Event::forTiming());
+    clock.kernelEnds.push_back(Event::forTiming());
+    clock.kernels.push_back(nullptr);
+  }
+  clock.kernels[k] = &command;
+  MT_CUDA_CHECK(cudaEventRecord(clock.kernelStarts[k], stream));
   runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, *scratch));
+  MT_CUDA_CHECK(cudaEventRecord(clock.kernelEnds[k], stream));
 }
 
 void Executor::runTemplate(int index, const std::vector<DeviceTensor> &arguments,
@@ -632,6 +645,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
   }
 
   StepMeasures measures;
+  clock.kernelsRun = 0;
   // Every stream starts at `begin`, so that command times share one origin.
   MT_CUDA_CHECK(cudaEventRecord(clock.begin, streams.compute));
   MT_CUDA_CHECK(cudaStreamWaitEvent(streams.h2d, clock.begin));
@@ -752,7 +766,19 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
       MT_CUDA_CHECK(cudaEventElapsedTime(&timed.end, clock.begin, clock.commandEnds[c]));
       measures.busyMs[timed.stream] += timed.end - timed.start;
       measures.commands.push_back(timed);
+      if (options.profileKernels && familyOf(program.commands(c).op()) == OpFamily::Copies)
+        measures.profile.add(OpFamily::Copies, timed.end - timed.start, 0, 1);
     }
+  if (options.profileKernels) {
+    for (size_t k = 0; k < clock.kernelsRun; ++k) {
+      float ms = 0;
+      MT_CUDA_CHECK(cudaEventElapsedTime(&ms, clock.kernelStarts[k], clock.kernelEnds[k]));
+      measures.profile.addKernel(*clock.kernels[k], ms);
+    }
+    measures.profile.add(OpFamily::Copies, 0,
+                         static_cast<double>(measures.copiedBytes[0] + measures.copiedBytes[1]), 0);
+    measures.profile.setStepMs(measures.ms);
+  }
 
   const DeviceTensor &loss = values[program.loss()];
   if (loss.size() != 1)

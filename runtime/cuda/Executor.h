@@ -12,6 +12,7 @@
 #include "runtime/cuda/DeviceTensor.h"
 #include "runtime/cuda/PinnedMemory.h"
 #include "runtime/cuda/Scratch.h"
+#include "runtime/train/StepProfile.h"
 
 #include <cuda_runtime.h>
 
@@ -32,6 +33,9 @@ struct ExecutorOptions {
   bool serialize = false;
   /// Record a CUDA event pair around every command, for per-stream busy time and traces.
   bool timeCommands = false;
+  /// Record one around every kernel too, inside templates: the step's time by op family
+  /// (StepMeasures::profile). Needs timeCommands, whose copies it counts.
+  bool profileKernels = false;
   /// Data parallel: each weight's upload carries only this rank's shard (shardOf) and gathers
   /// the others' on the device, and each gradient is averaged over the ranks on the device
   /// before only this rank's shard is offloaded: the rest of gradient(p) is stale, and the
@@ -59,6 +63,7 @@ struct StepMeasures {
   double busyMs[3] = {0, 0, 0};      // per stream (with timeCommands)
   int64_t copiedBytes[2] = {0, 0};   // host to device, device to host
   std::vector<CommandTiming> commands; // with timeCommands
+  StepProfile profile;                 // with profileKernels
 };
 
 /// Device memory the executor holds, by use: what the plan counts as its peak.
@@ -169,6 +174,10 @@ private:
     Event begin;
     Event streamEnds[3];
     std::vector<Event> commandStarts, commandEnds;
+    /// With profileKernels, a pair a kernel run (grown to a step's count) and its command.
+    std::vector<Event> kernelStarts, kernelEnds;
+    std::vector<const plan::Command *> kernels;
+    size_t kernelsRun = 0;
   } clock;
   DeviceAllocation arena, constantPool, inputPool;
   /// Where a streamed master lands, a piece at a time, before the h2d stream casts it into

@@ -4,6 +4,7 @@
 #include "runtime/PlanLoader.h"
 #include "runtime/host/Kernels.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -85,19 +86,24 @@ Executor<T>::runCommand(const plan::Program &program, const plan::Command &comma
     return execute(layer.body(), templateLastUse[index], operands, parameters,
                    {layer.results().begin(), layer.results().end()});
   }
+  auto begin = std::chrono::steady_clock::now();
   std::vector<HostTensor<T>> results;
   // Host and device memory are one here: a copy between them is a copy.
   if (command.op() == "mt.prefetch" || command.op() == "mt.offload") {
     for (int r = 0; r < command.results_size(); ++r)
       results.push_back(*operands.at(r));
-    return results;
+  } else {
+    for (int id : command.results())
+      results.push_back(emptyTensor<T>(program.values(id).type()));
+    std::vector<HostTensor<T> *> pointers;
+    for (HostTensor<T> &result : results)
+      pointers.push_back(&result);
+    runKernel<T>(command, operands, pointers);
   }
-  for (int id : command.results())
-    results.push_back(emptyTensor<T>(program.values(id).type()));
-  std::vector<HostTensor<T> *> pointers;
-  for (HostTensor<T> &result : results)
-    pointers.push_back(&result);
-  runKernel<T>(command, operands, pointers);
+  if (profile)
+    profile->addKernel(
+        command, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+                     .count());
   return results;
 }
 

@@ -5,6 +5,7 @@
 
 #include "plan/plan.pb.h"
 #include "runtime/host/HostTensor.h"
+#include "runtime/train/StepProfile.h"
 
 #include <map>
 #include <memory>
@@ -47,6 +48,10 @@ public:
                                const std::map<std::string, std::vector<int64_t>> &inputs,
                                uint64_t seed, int ignoredEvent = -1) const;
 
+  /// Times each kernel and copy of later runs into `profile` (null: none), which the caller
+  /// resets between steps.
+  void profileInto(StepProfile *into) { profile = into; }
+
   /// The results of one step command (a kernel or a template call) on given operands: the
   /// reference for one device kernel.
   std::vector<HostTensor<T>> runStepCommand(const plan::Command &command,
@@ -81,6 +86,7 @@ private:
   /// it is an output), for the step and for each template.
   std::vector<int> stepLastUse;
   std::vector<std::vector<int>> templateLastUse;
+  StepProfile *profile = nullptr;
 };
 
 extern template class Executor<float>;

@@ -6,6 +6,7 @@
 #include "runtime/AdamW.h"
 #include "runtime/HostState.h"
 #include "runtime/OverlappedUpdates.h"
+#include "runtime/train/StepProfile.h"
 #include "runtime/train/TrainingLog.h"
 
 #include <functional>
@@ -35,6 +36,9 @@ struct BackendSettings {
   /// one run a step, no ranks: the Trainer's gated guard), so a backend may land later
   /// gradients in the host memory of earlier ones once their updates have run.
   bool gradientsConsumedOnLanding = false;
+  /// Time every kernel of a step (mt-run --profile): profile() then tells the last step's
+  /// time by op family. It costs a little of the overlap (a timing event pair a kernel).
+  bool profile = false;
 };
 
 /// The step's inputs to AdamW, for a backend whose ranks share the update.
@@ -79,6 +83,9 @@ public:
   virtual std::string report() const { return {}; }
   virtual StepMeasureList measures() const { return {}; }
   virtual void writeTrace(const std::string &path) const;
+  /// With BackendSettings::profile, the last run's kernels by op family (the trainer adds
+  /// AdamW); empty otherwise.
+  virtual StepProfile profile() const { return {}; }
 
   /// After a failure: ends what may wait on a peer that is gone (collectives) and on the
   /// updates (queued gradient callbacks), so that the updates can be torn down next.

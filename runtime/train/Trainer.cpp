@@ -21,6 +21,9 @@ Trainer::Trainer(const plan::Plan &plan, HostState &state, StepBackend *backend,
   if (!this->settings.trace.empty() && (!backend || !backend->measuresStreams()))
     throw std::runtime_error("--trace " + this->settings.trace +
                              ": this backend measures no streams (the cuda backend does)");
+  if (this->settings.profile && !backend)
+    throw std::runtime_error("--profile times a backend's kernels; thread ranks (--ranks) have "
+                             "none to time");
   if (ranks && !inputs.layerMajor() && plan.micro_batches() > 1)
     throw std::runtime_error("thread ranks (--ranks) take layer-major micro-batches only");
 }
@@ -66,6 +69,21 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     optimizer =
         backend->sharedUpdates(std::move(optimizer), {[&](int p) { return gradients[p]; }, lrAt,
                                                       [&](int p) { return decays[p]; }});
+  // --profile: the CPU time of each step's updates (the worker runs one at a time) and the
+  // bytes AdamW reads and writes; the records of two steps may be open at once.
+  std::atomic<int64_t> updateNanos[2] = {0, 0};
+  double updateBytes = 0;
+  for (const ParameterState &parameter : state.parameters)
+    updateBytes += adamwBytes(parameter.count, parameter.streamCopy != nullptr);
+  if (settings.profile)
+    optimizer.update = [&, update = std::move(optimizer.update)](int p, int64_t step, float clip) {
+      auto begin = std::chrono::steady_clock::now();
+      double squares = update(p, step, clip);
+      updateNanos[step & 1] += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - begin)
+                                   .count();
+      return squares;
+    };
   // With several sample-major runs a step, the sum of their gradients.
   std::vector<std::vector<float>> accumulated;
   // Thread ranks update in their own step.
@@ -92,9 +110,18 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     StepMeasureList deviceMeasures;
     bool skipped = false;
     int64_t skippedSteps = 0;
+    StepProfile profile; // --profile: the backend's kernels; AdamW once the updates ran
   };
-  auto report = [&](const StepRecord &record, std::chrono::steady_clock::time_point end) {
+  StepProfile lastProfile;
+  auto report = [&](StepRecord record, std::chrono::steady_clock::time_point end) {
     double ms = std::chrono::duration<double, std::milli>(end - record.start).count();
+    if (settings.profile) {
+      record.profile.add(OpFamily::AdamW, updateNanos[record.step & 1] / 1e6, updateBytes,
+                         plan.parameters_size());
+      StepMeasureList families = record.profile.measures();
+      record.deviceMeasures.insert(record.deviceMeasures.end(), families.begin(), families.end());
+      lastProfile = record.profile;
+    }
     log.write({record.step, record.loss, record.gradNorm, record.lr, ms,
                tokensPerStep / (ms / 1000.0), record.deviceReport, record.skipped,
                record.skippedSteps, record.deviceMeasures});
@@ -153,6 +180,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
       // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
       double loss = 0;
       StepRecord record{step, 0.0, 0.0, lr, start, {}, {}};
+      updateNanos[step & 1] = 0; // step - 2, which shared it, has finished
       if (ranks) {
         std::vector<StepInputValues> rankInputs;
         for (int r = 0; r < worldSize; ++r)
@@ -193,6 +221,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
         record.loss = loss;
         record.deviceReport = backend->report();
         record.deviceMeasures = backend->measures();
+        record.profile = backend->profile();
         if (!settings.trace.empty() && step == steps)
           backend->writeTrace(settings.trace);
       }
@@ -251,6 +280,9 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   }
   if (ranks) // every rank holds the same gathered weights
     ranks->copyMasters(state);
+  if (settings.profile && !lastProfile.empty())
+    std::printf("profile of step %lld, by op family:\n%s",
+                static_cast<long long>(outcome.ranThrough), lastProfile.table().c_str());
   return outcome;
 }
 

@@ -36,6 +36,9 @@ struct TrainerSettings {
   CheckpointInfo resumed;
   /// The last step's streams as a Chrome trace, where the backend measures them.
   std::string trace;
+  /// Each step's time by op family in its metrics, and the last step's as a table at the
+  /// end (the backend was made with BackendSettings::profile).
+  bool profile = false;
   /// Data parallel over processes: this process takes the processRank-th of each
   /// `processes` consecutive batches.
   int processes = 0, processRank = -1;

@@ -60,6 +60,7 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
                                           double stateSeconds) {
   BackendSettings settings;
   settings.serialize = options.serialize;
+  settings.profile = options.profile;
   settings.interleave = options.checkSchedule;
   settings.seed = options.seed;
   settings.ignoredEvent = options.ignoredEvent;

@@ -40,6 +40,9 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --serialize               cuda debug: every command on one stream, no buffer reuse
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
+  --profile                 time every kernel: each step's time by op family (products,
+                            attention, norms, rope, elementwise, loss, waits, copies, AdamW)
+                            in the metrics, and the last step's as a table
   --init model|random       initial weights from the plan's files or drawn (default model)
   --weights PATH            pretrained weights: a .safetensors file, or a folder of shards
                             with model.safetensors.index.json, by PyTorch parameter name
@@ -161,6 +164,8 @@ Options parseOptions(int argc, char **argv) {
       options.serialize = true;
     else if (arg == "--trace")
       options.trace = take();
+    else if (arg == "--profile")
+      options.profile = true;
     else if (arg == "--check-schedule")
       options.checkSchedule = true;
     else if (arg == "--ignore-event")

@@ -27,7 +27,7 @@ struct Options {
   std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics, saveWeights,
                           saveOnnx, calibrate, weights, weightsMap, checkpointDir, resume;
   bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
-       checkKernels = false, serialize = false;
+       checkKernels = false, serialize = false, profile = false;
   std::string trace;
   int ignoredEvent = -1;
   double checkTolerance = -1; // each check's own default when not given

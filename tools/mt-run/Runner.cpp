@@ -170,6 +170,7 @@ int train(const Options &options) {
   settings.checkpointEvery = options.checkpointEvery;
   settings.checkpoints = checkpoints.get();
   settings.trace = options.trace;
+  settings.profile = options.profile;
   settings.processes = options.processes;
   settings.processRank = options.processRank;
   Trainer trainer(plan, state, backend.get(), ranks.get(), data, stepInputs, decays, log, settings);

@@ -1,0 +1,106 @@
+// The op families of a step's profile, and its table and metrics.
+#include "runtime/train/StepProfile.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace mt {
+
+namespace {
+
+constexpr const char *kNames[kOpFamilies] = {
+    "products", "attention", "norms", "rope", "elementwise", "loss", "waits", "copies", "adamw"};
+
+bool onComputeStream(int family) { return family <= static_cast<int>(OpFamily::Loss); }
+
+} // namespace
+
+const char *familyName(OpFamily family) { return kNames[static_cast<int>(family)]; }
+
+OpFamily familyOf(const std::string &op) {
+  auto is = [&](std::initializer_list<const char *> names) {
+    return std::any_of(names.begin(), names.end(), [&](const char *name) { return op == name; });
+  };
+  if (is({"mt.matmul", "mt.linear"}))
+    return OpFamily::Products;
+  if (is({"mt.attention", "mt.attention_grad", "mt.key_lengths"}))
+    return OpFamily::Attention;
+  if (is({"mt.rms_norm", "mt.rms_norm_grad", "mt.layer_norm", "mt.layer_norm_grad"}))
+    return OpFamily::Norms;
+  if (is({"mt.rope", "mt.rope_grad"}))
+    return OpFamily::Rope;
+  if (is({"mt.cross_entropy", "mt.cross_entropy_grad", "mt.linear_cross_entropy",
+          "mt.linear_cross_entropy_grad"}))
+    return OpFamily::Loss;
+  if (is({"mt.prefetch", "mt.offload"}))
+    return OpFamily::Copies;
+  return OpFamily::Elementwise;
+}
+
+void StepProfile::addKernel(const plan::Command &command, double ms) {
+  FamilyTime &family = families[static_cast<int>(familyOf(command.op()))];
+  family.ms += ms;
+  family.flops += command.flops();
+  family.bytes += command.bytes();
+  ++family.kernels;
+}
+
+void StepProfile::add(OpFamily family, double ms, double bytes, int64_t kernels) {
+  FamilyTime &time = families[static_cast<int>(family)];
+  time.ms += ms;
+  time.bytes += bytes;
+  time.kernels += kernels;
+}
+
+void StepProfile::setStepMs(double ms) {
+  stepMs = ms;
+  double compute = 0;
+  for (int f = 0; f < kOpFamilies; ++f)
+    if (onComputeStream(f))
+      compute += families[f].ms;
+  families[static_cast<int>(OpFamily::Waits)].ms = std::max(0.0, ms - compute);
+}
+
+std::string StepProfile::table() const {
+  std::string out = "profile     | family      |      ms |  share | kernels | achieved\n";
+  char line[160];
+  for (int f = 0; f < kOpFamilies; ++f) {
+    const FamilyTime &time = families[f];
+    if (time.ms == 0 && time.kernels == 0)
+      continue;
+    char rate[32] = "";
+    if (time.flops > 0 && time.ms > 0)
+      std::snprintf(rate, sizeof rate, "%.3g TFLOP/s ", time.flops / time.ms / 1e9);
+    else if (time.bytes > 0 && time.ms > 0)
+      std::snprintf(rate, sizeof rate, "%.3g GB/s ", time.bytes / time.ms / 1e6);
+    bool beside = !onComputeStream(f) && f != static_cast<int>(OpFamily::Waits);
+    std::snprintf(line, sizeof line, "profile     | %-11s | %7.1f | %5.1f%% | %7lld | %s%s\n",
+                  kNames[f], time.ms, stepMs > 0 ? 100.0 * time.ms / stepMs : 0.0,
+                  static_cast<long long>(time.kernels), rate,
+                  beside ? "(beside the compute stream)" : "");
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "profile     | step        | %7.1f | shares of the compute stream add to 100%%\n",
+                stepMs);
+  return out + line;
+}
+
+StepMeasureList StepProfile::measures() const {
+  StepMeasureList list;
+  for (int f = 0; f < kOpFamilies; ++f) {
+    const FamilyTime &time = families[f];
+    if (time.ms == 0 && time.kernels == 0)
+      continue;
+    std::string key = std::string("profile_") + kNames[f];
+    list.push_back({key + "_ms", time.ms});
+    list.push_back({key + "_share", stepMs > 0 ? time.ms / stepMs : 0.0});
+    if (time.flops > 0 && time.ms > 0)
+      list.push_back({key + "_tflops", time.flops / time.ms / 1e9});
+    else if (time.bytes > 0 && time.ms > 0)
+      list.push_back({key + "_gbps", time.bytes / time.ms / 1e6});
+  }
+  return list;
+}
+
+} // namespace mt

@@ -1,0 +1,54 @@
+// Where a step's time goes (mt-run --profile): each kernel's measured time summed by op
+// family, rated against the work the plan counts for it (TFLOP/s or GB/s).
+#ifndef MT_RUNTIME_TRAIN_STEPPROFILE_H
+#define MT_RUNTIME_TRAIN_STEPPROFILE_H
+
+#include "plan/plan.pb.h"
+#include "runtime/train/TrainingLog.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mt {
+
+/// The families a step's time is told in. Products to Loss run on the compute stream, and
+/// Waits is what is left of it (the compute stream idle, waiting for weights or for the
+/// host); Copies (the h2d and d2h streams) and AdamW (the CPU) run beside it.
+enum class OpFamily { Products, Attention, Norms, Rope, Elementwise, Loss, Waits, Copies, AdamW };
+constexpr int kOpFamilies = 9;
+
+const char *familyName(OpFamily family);
+/// The family of a plan command's op ("mt.linear" is a product, "mt.reshape" elementwise).
+OpFamily familyOf(const std::string &op);
+
+struct FamilyTime {
+  double ms = 0;
+  double flops = 0, bytes = 0; // the work counted for the kernels timed
+  int64_t kernels = 0;
+};
+
+class StepProfile {
+public:
+  /// A kernel of `command` that took `ms`, with the work the plan counts for it.
+  void addKernel(const plan::Command &command, double ms);
+  /// Time of a family that is not a plan kernel (copies, AdamW), with its bytes.
+  void add(OpFamily family, double ms, double bytes, int64_t kernels);
+  /// The step's span on the device: Waits become what the compute families leave of it.
+  void setStepMs(double ms);
+
+  bool empty() const { return stepMs == 0; }
+  const FamilyTime &operator[](OpFamily family) const { return families[static_cast<int>(family)]; }
+  /// A table a family a line: time, share of the step, kernels, and the rate achieved.
+  std::string table() const;
+  /// "profile_products_ms", "profile_products_share", "profile_products_tflops" (or
+  /// "_gbps" for families measured in bytes) for each family that ran.
+  StepMeasureList measures() const;
+
+private:
+  FamilyTime families[kOpFamilies];
+  double stepMs = 0;
+};
+
+} // namespace mt
+
+#endif // MT_RUNTIME_TRAIN_STEPPROFILE_H

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The performance rows of #16 in one call on the device machine: mt (every weight in host
+# memory) beside PyTorch with the whole model on the GPU and FSDP2 with CPU offload
+# (shared/bench/peer_bench.py), and mt's profile of each row. It builds nothing: carry
+# build/tools/mt-run and build/device made with WITH_PERF=1 scripts/make_device_plans.sh.
+# Writes $OUT/bench.md (the table, with ratios) and $OUT/bench.tar.gz (every log and metrics
+# file). BENCH_ROWS (a regex over row names) runs a subset; BENCH_PEERS=0 leaves the peers out;
+# BENCH_STEPS sets mt's steps a row (default 5; the first is left out of the medians).
+set -uo pipefail
+final="${OUT:-/tmp/mt-device-bench}"
+out=$(mktemp -d)
+mkdir -p "$final"
+trap 'tar czf "$final/bench.tar.gz" -C "$out" .' EXIT
+run=build/tools/mt-run
+plans=build/device
+steps=${BENCH_STEPS:-5}
+
+# name | mt plan | peer model | sequences a step; the peers run where they fit on the GPU.
+rows=(
+  "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
+  "3.8b-32 perf-3.8b-32 4b 32 gpu"
+  "32bl-8 perf-32bl-8 32bl 8 gpu"
+  "32bl-32 perf-32bl-32 32bl 32 -"
+  "120bl-8 perf-120bl-8 120bl 8 gpu"
+  "120bl-32 perf-120bl-32 120bl 32 -"
+)
+for row in "${rows[@]}"; do
+  read -r name plan model sequences peers <<<"$row"
+  [[ "$name" =~ ${BENCH_ROWS:-.} ]] || continue
+  echo "== mt $name"
+  $run $plans/$plan.mtp --init random --data $plans/perf.tokens --steps "$steps" --lr 1e-4 \
+    --backend=cuda --profile --metrics "$out/mt-$name.jsonl" >"$out/mt-$name.txt" 2>&1
+  echo "-- mt $name: rc $?"
+  tail -n 14 "$out/mt-$name.txt"
+  [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue
+  for peer in ${peers//,/ }; do
+    echo "== $peer $name"
+    python3 $plans/peer_bench.py "$peer" "$model" 2048 "$sequences" 4 >"$out/$peer-$name.txt" 2>&1
+    echo "-- $peer $name: rc $?"
+    tail -n 2 "$out/$peer-$name.txt"
+  done
+done
+
+python3 - "$out" >"$final/bench.md" <<'EOF'
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+def peer(kind, name):
+    try:
+        return [json.loads(l) for l in open(f"{out}/{kind}-{name}.txt") if l.startswith("{")][-1]
+    except (OSError, IndexError):
+        return None
+print("| row | mt step s | mt model TFLOPS | mt device GiB | PyTorch on the GPU | FSDP2 offload "
+      "| mt / PyTorch | products | attention | waits |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+for path in sorted(glob.glob(f"{out}/mt-*.jsonl")):
+    name = os.path.basename(path)[3:-6]
+    steps = [json.loads(l) for l in open(path)]
+    if not steps:
+        continue
+    timed = steps[1:] or steps
+    step_s = statistics.median(r["ms"] for r in timed) / 1000
+    flops = steps[-1]["tflops"] * steps[-1]["device_ms"] / 1000  # model TFLOP a step
+    last = steps[-1]
+    def family(f):
+        share = last.get(f"profile_{f}_share")
+        rate = last.get(f"profile_{f}_tflops")
+        return "" if share is None else f"{100 * share:.0f}%" + (f" at {rate:.0f}" if rate else "")
+    gpu, fsdp = peer("gpu", name), peer("fsdpf", name)
+    cell = lambda p: f"{p['model_tflops']:.0f} ({p['step_s']:.2f} s, {p['peak_gpu_gib']:.0f} GiB)" if p else "-"
+    ratio = f"{gpu['step_s'] / step_s:.2f}" if gpu else "-"
+    print(f"| {name} | {step_s:.3f} | {flops / step_s:.0f} | "
+          f"{last['process_device_bytes'] / 2**30:.1f} | {cell(gpu)} | {cell(fsdp)} | {ratio} | "
+          f"{family('products')} | {family('attention')} | {family('waits')} |")
+print("\nTFLOPS count 6 x matmul parameters + causal attention a token (PERF.md); the step is "
+      "the median wall time after the first; mt / PyTorch is PyTorch's step over mt's "
+      "(above 1: mt is faster). Profile: the last step's share of the compute stream and "
+      "achieved TFLOP/s (recompute included).")
+EOF
+cat "$final/bench.md"
