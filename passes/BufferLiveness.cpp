@@ -152,6 +152,16 @@ void DeviceArena::release(int64_t offset, int64_t bytes) {
   }
 }
 
+bool isReshapeView(Operation *reshape) {
+  if (!llvm::isa<ReshapeOp>(reshape))
+    return false;
+  auto function = reshape->getParentOfType<func::FuncOp>();
+  Operation *producer = reshape->getOperand(0).getDefiningOp();
+  return function && function.getSymName() != "train_step" && producer &&
+         !llvm::isa<ConstantOp>(producer) &&
+         deviceBytes(reshape->getOperand(0)) == deviceBytes(reshape->getResult(0));
+}
+
 int64_t layoutTemplate(func::FuncOp function, bool annotate) {
   llvm::SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, size_t> position;
@@ -163,6 +173,30 @@ int64_t layoutTemplate(func::FuncOp function, bool annotate) {
   DeviceArena arena;
   std::multimap<size_t, std::pair<int64_t, int64_t>> dying; // last op -> (offset, bytes)
   llvm::DenseMap<Value, int64_t> placed;
+  // Reshape views: each value's owner (the value whose buffer it shares), and when each
+  // owner's buffer dies (absent: at the end, returned).
+  llvm::DenseMap<Value, Value> ownerOf;
+  llvm::DenseMap<Value, size_t> deathOf;
+  auto share = [&](Value view, Value of, size_t last, bool returned) {
+    Value owner = ownerOf.lookup(of);
+    ownerOf[view] = owner;
+    auto death = deathOf.find(owner);
+    if (death == deathOf.end() || (!returned && death->second >= last))
+      return;
+    auto [begin, end] = dying.equal_range(death->second);
+    for (auto it = begin; it != end; ++it)
+      if (it->second.first == placed[owner]) {
+        auto buffer = it->second;
+        dying.erase(it);
+        if (returned) {
+          deathOf.erase(death);
+        } else {
+          dying.emplace(last, buffer);
+          death->second = last;
+        }
+        return;
+      }
+  };
   Builder b(function.getContext());
   // A result summed into an intermediate that nothing else reads takes its buffer over.
   auto takeOver = [&](OpResult result, size_t i, int64_t bytes) -> int64_t {
@@ -181,15 +215,25 @@ int64_t layoutTemplate(func::FuncOp function, bool annotate) {
     llvm::SmallVector<int64_t> offsets, sizes;
     for (OpResult result : op->getResults()) {
       int64_t bytes = deviceBytes(result);
+      auto [last, returned] = lastUse(result, i, position);
+      if (isReshapeView(op) && placed.count(op->getOperand(0))) {
+        int64_t offset = placed[result] = placed[op->getOperand(0)];
+        offsets.push_back(offset);
+        sizes.push_back(bytes);
+        share(result, op->getOperand(0), last, returned);
+        continue;
+      }
       int64_t offset = takeOver(result, i, bytes);
       if (offset < 0)
         offset = arena.allocate(bytes);
       placed[result] = offset;
+      ownerOf[result] = result;
       offsets.push_back(offset);
       sizes.push_back(bytes);
-      auto [last, returned] = lastUse(result, i, position);
-      if (!returned)
+      if (!returned) {
         dying.emplace(last, std::make_pair(offset, bytes));
+        deathOf[result] = last;
+      }
     }
     if (annotate) {
       scheduleAttrs(op).getOffsetsAttrHelper().setAttr(op, b.getDenseI64ArrayAttr(offsets));

@@ -62,9 +62,15 @@ private:
   int64_t top = 0;
 };
 
+/// Whether `reshape`'s result is a view of its operand, sharing its device buffer: in a layer
+/// template, of an intermediate the template makes (not an argument), at the same bytes. Its
+/// kernel then copies nothing.
+bool isReshapeView(mlir::Operation *reshape);
+
 /// Places a template's intermediates (its ops but constants) in a workspace of their own,
 /// each from its op to its last use (returned ones to the end), and returns the
-/// workspace's bytes. With `annotate`, sets mt.offsets/mt.sizes on the ops, relative to the
+/// workspace's bytes. A reshape view shares its operand's buffer, which then lives to the
+/// last use of either. With `annotate`, sets mt.offsets/mt.sizes on the ops, relative to the
 /// workspace, as mt-assign-buffers does on the step.
 int64_t layoutTemplate(mlir::func::FuncOp function, bool annotate);
 

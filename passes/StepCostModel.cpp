@@ -71,6 +71,8 @@ double tensorCoreFlops(Operation *op) {
 KernelWork kernelWork(Operation *op) {
   if (double flops = tensorCoreFlops(op))
     return {flops, 0};
+  if (isReshapeView(op))
+    return {0, 0};
   int64_t elements = 0;
   for (Type type : op->getOperandTypes())
     if (llvm::isa<RankedTensorType>(type))
