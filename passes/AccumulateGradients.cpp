@@ -7,6 +7,9 @@
 // and in any function
 //   %p = mt.matmul %dy, %x transpose_lhs   ->   %s = mt.matmul %dy, %x, %acc transpose_lhs
 //   %s = mt.add %acc, %p
+// and in a backward (the parts of an input's gradient, the recomputed residual)
+//   %p = mt.linear %dy, %w                 ->   %s = mt.matmul %dy, %w, %acc
+//   %s = mt.add %acc, %p
 #include "passes/Passes.h"
 
 #include "ir/MtOps.h"
@@ -126,26 +129,37 @@ struct AccumulateGradientsPass
     return clone;
   }
 
-  /// add(acc, matmul(x, y)) becomes matmul(x, y, acc): the product's epilogue adds.
+  /// add(acc, matmul(x, y)) becomes matmul(x, y, acc): the product's epilogue adds. So does
+  /// add(acc, linear(x, w)) without a bias in a backward template; a forward's projections
+  /// stay linear, which the cost model counts as the model's work.
   void fuseProducts(func::FuncOp function) {
+    const bool backward = function->hasAttr("mt.backward_of");
     llvm::SmallVector<AddOp> adds;
     function.walk([&](AddOp add) { adds.push_back(add); });
     for (AddOp sum : adds)
       for (Value part : {sum.getRhs(), sum.getLhs()}) {
-        auto product = part.getDefiningOp<MatmulOp>();
-        if (!product || product.getAddend() || !part.hasOneUse())
+        auto matmul = part.getDefiningOp<MatmulOp>();
+        auto linear = backward ? part.getDefiningOp<LinearOp>() : LinearOp();
+        if ((!matmul || matmul.getAddend()) &&
+            (!linear || linear.getBias() || linear.getInput().getType().getRank() < 2))
           continue;
+        if (!part.hasOneUse())
+          continue;
+        Operation *product = part.getDefiningOp();
+        Value lhs = product->getOperand(0), rhs = product->getOperand(1);
         // The product must not read its accumulator: the sum may be written over it.
         Value into = accumulator(sum, part, sum);
-        if (!into || into == product.getLhs() || into == product.getRhs())
+        if (!into || into == lhs || into == rhs)
           continue;
         OpBuilder b(sum);
-        auto fused = b.create<MatmulOp>(product.getLoc(), product.getType(), product.getLhs(),
-                                        product.getRhs(), into, product.getTransposeLhs(),
-                                        product.getTransposeRhs());
+        auto fused = matmul
+                         ? b.create<MatmulOp>(product->getLoc(), sum.getType(), lhs, rhs, into,
+                                              matmul.getTransposeLhs(), matmul.getTransposeRhs())
+                         : b.create<MatmulOp>(product->getLoc(), sum.getType(), lhs, rhs, into,
+                                              /*transpose_lhs=*/false, linear.getTransposeWeight());
         sum.getResult().replaceAllUsesWith(fused.getResult());
         sum.erase();
-        product.erase();
+        product->erase();
         break;
       }
   }

@@ -160,7 +160,9 @@ def AccumulateGradientsPass : Pass<"mt-accumulate-gradients", "mlir::ModuleOp"> 
     `@T.accumulate.R...`, that takes those values as trailing arguments and returns the sums
     (the copy's `mt.accumulators` lists the results R); and in every function an add of a
     value and a product read by nothing else becomes the product with that value as its
-    `addend` (cuBLASLt's beta = 1). mt-assign-buffers then places such a result in its
+    `addend` (cuBLASLt's beta = 1); in a backward template (`mt.backward_of`) an
+    `mt.linear` without a bias counts as such a product (becoming the `mt.matmul` of its
+    input and weight): the parts of an input's gradient, and the recomputed residuals. mt-assign-buffers then places such a result in its
     accumulator's buffer when the accumulator dies there: one buffer per gradient instead of
     one per part, and no pass of adds.
   }];

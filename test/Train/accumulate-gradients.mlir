@@ -44,6 +44,7 @@
 // CASES-NEXT: mt.add %arg3, %[[ROW]]
 // CASES: mt.matmul %arg0, %arg1, %arg2 :
 // CASES-NOT: mt.add
+// CASES: return
 func.func @cases(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>, %acc: tensor<4x4xf32>, %row: tensor<4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
   %0 = mt.matmul %x, %y : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %1 = mt.add %x, %0 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
@@ -52,4 +53,28 @@ func.func @cases(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>, %acc: tensor<4x4xf32>
   %4 = mt.matmul %x, %y : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %5 = mt.add %acc, %4 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %1, %3, %5 : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// RUN: mt-opt %s --mt-accumulate-gradients | FileCheck %s --check-prefix=LINEAR
+// In a backward template, an add of a bias-free projection becomes the product of its input
+// and weight with the addend (transposed as the weight was); one with a bias stays, and so
+// does a forward's, whose projections the cost model counts as the model's work.
+// LINEAR-LABEL: func.func private @layer_bwd
+// LINEAR: %[[PART:.*]] = mt.matmul %arg0, %arg1, %arg3 transpose_rhs : (tensor<2x4x8xf32>, tensor<6x8xf32>, tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+// LINEAR-NEXT: %[[BIASED:.*]] = mt.linear %arg0, %arg1, %arg2 transpose_weight
+// LINEAR-NEXT: mt.add %[[PART]], %[[BIASED]]
+// LINEAR-LABEL: func.func private @layer(
+// LINEAR: mt.linear
+// LINEAR-NEXT: mt.add
+func.func private @layer_bwd(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>, %acc: tensor<2x4x6xf32>) -> tensor<2x4x6xf32> attributes {mt.backward_of = @layer} {
+  %0 = mt.linear %x, %w transpose_weight : (tensor<2x4x8xf32>, tensor<6x8xf32>) -> tensor<2x4x6xf32>
+  %1 = mt.add %acc, %0 : (tensor<2x4x6xf32>, tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %2 = mt.linear %x, %w, %b transpose_weight : (tensor<2x4x8xf32>, tensor<6x8xf32>, tensor<6xf32>) -> tensor<2x4x6xf32>
+  %3 = mt.add %1, %2 : (tensor<2x4x6xf32>, tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  return %3 : tensor<2x4x6xf32>
+}
+func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %acc: tensor<2x4x6xf32>) -> tensor<2x4x6xf32> {
+  %0 = mt.linear %x, %w transpose_weight : (tensor<2x4x8xf32>, tensor<6x8xf32>) -> tensor<2x4x6xf32>
+  %1 = mt.add %acc, %0 : (tensor<2x4x6xf32>, tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  return %1 : tensor<2x4x6xf32>
 }

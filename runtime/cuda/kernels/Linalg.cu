@@ -82,6 +82,14 @@ void matmul(const KernelArgs &args) {
     int64_t n = product(own, 0, own.size());
     return n == count || n == 1;
   };
+  // A shared right operand times a whole batch of untransposed rows is one product of all
+  // the rows (x [B, S, K] times w [K, N]): one larger GEMM instead of B of them.
+  if (!shape.transposeA && count > 1 && product(rhsBatch, 0, rhsBatch.size()) == 1 &&
+      product(lhsBatch, 0, lhsBatch.size()) == count) {
+    shape.m *= count;
+    args.blas.matmul(shape, lhs, rhs, out, accumulate, args.stream);
+    return;
+  }
   if (uniform(lhsBatch) && uniform(rhsBatch)) {
     shape.batch = count;
     shape.strideA = product(lhsBatch, 0, lhsBatch.size()) == 1 ? 0 : lhsMatrix;
