@@ -1,5 +1,6 @@
-// Flash attention on tensor cores: bf16 WMMA products with fp32 accumulation, online softmax,
-// O(T) memory, deterministic (no atomics; every sum runs in a fixed order).
+// Flash attention on tensor cores: bf16 products (the forward on mma.sync, the gradients on
+// WMMA) with fp32 accumulation, online softmax, O(T) memory, deterministic (no atomics;
+// every sum runs in a fixed order).
 #include "runtime/cuda/kernels/FlashAttention.h"
 
 #include "runtime/cuda/kernels/Access.cuh"
@@ -266,19 +267,16 @@ __device__ __forceinline__ float correctionFor(float runningMax, float next) {
 // Shared memory of each kernel as byte offsets, every piece 32-byte aligned for WMMA. Each
 // kernel's __launch_bounds__ asks for the blocks its shared memory lets an SM (228 KiB)
 // hold, so that registers limit no further, except where that would leave fewer than 128
-// registers a thread: the forward at depth 64 (4 of 5) and the dk/dv kernel (2).
+// registers a thread: the forward at depth 64 (4 of 6) and the dk/dv kernel (2).
 
 template <int D>
 struct ForwardLayout {
   static constexpr size_t tile = sizeof(bf16) * kTile * kRowStride<D>;
-  static constexpr size_t keys = 0, values = keys + tile;
-  /// Per warp: scores [kStrip][kScoreStride], row factors [kStrip], probabilities
-  /// [kStrip][kProbStride].
-  static constexpr size_t scores = values + tile;
-  static constexpr size_t factors = scores + sizeof(float) * kWarps * kStrip * kScoreStride;
-  static constexpr size_t probs = factors + sizeof(float) * kWarps * kStrip;
-  static constexpr size_t bytes = probs + sizeof(bf16) * kWarps * kStrip * kProbStride;
-  static_assert(values % 32 == 0 && scores % 32 == 0 && factors % 32 == 0 && probs % 32 == 0);
+  /// Two stages of key and value tiles, the next pair landing while the warps multiply the
+  /// last; the queries are staged in the first key tile before the walk starts.
+  static constexpr size_t keys = 0, values = keys + 2 * tile;
+  static constexpr size_t bytes = values + 2 * tile;
+  static_assert(values % 32 == 0);
 };
 
 template <int D>
@@ -310,87 +308,208 @@ struct KeyGradLayout {
                 "fragmentPositions borrows probs");
 };
 
-/// out = softmax(scale q k^T) v for 64 queries of one head. Each warp keeps its strip's
-/// queries as A fragments and its 16 x D output in accumulators; per key tile it scores the
-/// strip into shared memory, where a lane pair per row runs the online softmax (running
-/// max and sum per row) and leaves bf16 probabilities for the P V product.
+// The forward keeps every product in registers (mma.sync m16n8k16, fragments read from
+// shared tiles by ldmatrix): a warp's 16 x 64 scores never leave them, and its
+// probabilities become the A fragments of the P V product as they lie, FlashAttention-2's
+// arrangement. A lane holds, of each 16 x 8 accumulator, rows lane / 4 and lane / 4 + 8 at
+// columns 2 (lane % 4) and the next.
+
+/// c += a b for one m16n8k16 tile: a 16 x 16 bf16 A fragment, b 16 x 8 bf16 (b0, b1).
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// Four 8 x 8 bf16 matrices from shared memory, each lane naming a row of one (lanes 8m to
+/// 8m + 7 the rows of matrix m); `transposed` hands each lane column pairs instead of rows.
+template <bool transposed>
+__device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const bf16 *row) {
+  auto address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (transposed)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+}
+
+/// Two floats as the bf16 pair of one register, the first in the low half.
+__device__ __forceinline__ uint32_t packPair(float low, float high) {
+  __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+  uint32_t bits;
+  memcpy(&bits, &pair, sizeof bits);
+  return bits;
+}
+
+/// Closes the group of copies this thread started; waits until at most `pending` of its
+/// groups are still landing.
+__device__ __forceinline__ void commitCopies() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int pending> __device__ __forceinline__ void awaitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+/// The maximum of a row's value over the four lanes that hold it.
+__device__ __forceinline__ float quadMax(float x) {
+  x = fmaxf(x, __shfl_xor_sync(kAllLanes, x, 1));
+  return fmaxf(x, __shfl_xor_sync(kAllLanes, x, 2));
+}
+/// The sum of a row's value over the four lanes that hold it, the same bits in each.
+__device__ __forceinline__ float quadSum(float x) {
+  x += __shfl_xor_sync(kAllLanes, x, 1);
+  return x + __shfl_xor_sync(kAllLanes, x, 2);
+}
+
+/// out = softmax(scale q k^T) v for 64 queries of one head, a strip of 16 per warp. Per key
+/// tile the warp scores its strip into registers, runs the online softmax there (running
+/// max and sum per row, each row's over the four lanes that hold it) and adds the bf16
+/// probabilities times the value tile to its 16 x D output. Key and value tiles land two
+/// stages deep.
 template <int D>
 __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
     flashForward(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                  const bf16 *__restrict__ v, Ref out, AttentionDims a) {
   using L = ForwardLayout<D>;
+  constexpr int stride = kRowStride<D>, tileElements = kTile * stride;
   extern __shared__ __align__(128) unsigned char shared[];
-  const int warp = threadIdx.x / 32;
   bf16 *keys = reinterpret_cast<bf16 *>(shared + L::keys);
   bf16 *values = reinterpret_cast<bf16 *>(shared + L::values);
-  float *scores = reinterpret_cast<float *>(shared + L::scores) + warp * kStrip * kScoreStride;
-  float *factors = reinterpret_cast<float *>(shared + L::factors) + warp * kStrip;
-  bf16 *probs = reinterpret_cast<bf16 *>(shared + L::probs) + warp * kStrip * kProbStride;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
+  // The row tiles that see the most keys (causal: the last) run first, so that the short
+  // ones fill the device's tail.
   const int64_t rowBlocks = tilesOf(a.queries);
-  const int64_t head = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kTile;
+  const int64_t head = blockIdx.x / rowBlocks;
+  const int64_t first = (rowBlocks - 1 - blockIdx.x % rowBlocks) * kTile;
   const int rows = rowsBefore(a.queries - first, kTile);
   const int64_t kvFirst = a.kvHeadOf(head) * a.keys;
-  const Positions at = fragmentPositions(reinterpret_cast<float *>(values));
 
   stageTile<D>(keys, q + (head * a.queries + first) * D, rows);
   landCopies();
-  FragA query[D / 16];
-  loadStrip<D>(query, keys + warp * kStrip * kRowStride<D>);
+  uint32_t query[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    loadMatrices<false>(query[kk],
+                        keys + (warp * kStrip + lane % 16) * stride + kk * 16 + lane / 16 * 8);
+  __syncthreads(); // the query tile is read before the first key tile lands on it
 
-  const int lane = threadIdx.x % 32, cellRow = lane % kStrip, cellHalf = lane / kStrip;
-  const float *cells = scores + cellRow * kScoreStride + cellHalf * 32;
-  bf16 *weights = probs + cellRow * kProbStride + cellHalf * 32;
-  const int64_t row = first + warp * kStrip + cellRow;
-  const int64_t visible = row < a.queries ? a.visible(head, row) : 0;
-  const int64_t lowest = a.firstVisible(row);
+  // This lane's two rows: what each sees, from its window's first key.
+  const int strip = warp * kStrip + lane / 4;
+  int64_t visible[2], lowest[2];
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row = first + strip + 8 * h;
+    visible[h] = row < a.queries ? a.visible(head, row) : 0;
+    lowest[h] = a.firstVisible(row);
+  }
   // Key tiles past what the block's last row sees (above the diagonal, or padding) and
   // before its first row's window are skipped.
   const int64_t seen = a.visible(head, first + rows - 1);
-  float runningMax = -CUDART_INF_F, total = 0.0f;
-  Accumulator acc[D / 16];
-#pragma unroll
-  for (int n = 0; n < D / 16; ++n)
-    wmma::fill_fragment(acc[n], 0.0f);
-  for (int64_t t0 = a.firstVisible(first); t0 < seen; t0 += kTile) {
+  const int64_t start = a.firstVisible(first);
+  auto stage = [&](int64_t t0, int buffer) {
     const int count = rowsBefore(seen - t0, kTile);
-    __syncthreads(); // every warp is done with the previous tile (the first: the queries)
-    stageTile<D>(keys, k + (kvFirst + t0) * D, count);
-    stageTile<D>(values, v + (kvFirst + t0) * D, count);
-    landCopies();
-    storeScores<D>(scores, query, keys);
-    __syncwarp();
-    const Columns mine = Columns::of(lowest, visible, t0, cellHalf);
-    const float next = rowMax(cells, mine, a, runningMax);
-    const float correction = correctionFor(runningMax, next);
-    float sum = 0.0f;
-#pragma unroll
-    for (int quad = 0; quad < 8; ++quad) {
-      float p[4];
-      readQuad(p, cells + 4 * quad);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        p[j] = mine.has(4 * quad + j) ? __expf(a.logit(p[j]) - next) : 0.0f;
-        sum += p[j];
-      }
-      writeQuad(weights + 4 * quad, p);
+    stageTile<D>(keys + buffer * tileElements, k + (kvFirst + t0) * D, count);
+    stageTile<D>(values + buffer * tileElements, v + (kvFirst + t0) * D, count);
+    commitCopies();
+  };
+  if (start < seen)
+    stage(start, 0);
+
+  float runningMax[2] = {-CUDART_INF_F, -CUDART_INF_F}, total[2] = {0.0f, 0.0f};
+  float acc[D / 8][4] = {};
+  int buffer = 0;
+  for (int64_t t0 = start; t0 < seen; t0 += kTile, buffer ^= 1) {
+    if (t0 + kTile < seen) {
+      stage(t0 + kTile, buffer ^ 1);
+      awaitCopies<1>();
+    } else {
+      awaitCopies<0>();
     }
-    total = total * correction + rowSum(sum);
-    runningMax = next;
-    if (cellHalf == 0)
-      factors[cellRow] = correction;
-    __syncwarp();
-    scaleRows(acc, factors, at);
-    accumulateProducts<D>(acc, probs, values);
+    __syncthreads(); // every thread's copies of this tile have landed
+    const bf16 *keyTile = keys + buffer * tileElements;
+    const bf16 *valueTile = values + buffer * tileElements;
+
+    float s[kTile / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+      for (int n = 0; n < kTile / 8; n += 2) {
+        uint32_t b[4];
+        loadMatrices<false>(b, keyTile + (n * 8 + lane % 8 + lane / 16 * 8) * stride + kk * 16 +
+                                   lane / 8 % 2 * 8);
+        mma16816(s[n], query[kk], b[0], b[1]);
+        mma16816(s[n + 1], query[kk], b[2], b[3]);
+      }
+
+    // Logits where the row sees the key, -inf elsewhere; then the online softmax.
+    float tileMax[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+    for (int n = 0; n < kTile / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2;
+        const int64_t key = t0 + n * 8 + 2 * (lane % 4) + e % 2;
+        s[n][e] = key >= lowest[h] && key < visible[h] ? a.logit(s[n][e]) : -CUDART_INF_F;
+        tileMax[h] = fmaxf(tileMax[h], s[n][e]);
+      }
+    float correction[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float next = fmaxf(runningMax[h], quadMax(tileMax[h]));
+      correction[h] = correctionFor(runningMax[h], next);
+      runningMax[h] = next;
+    }
+    uint32_t weights[kTile / 16][4];
+#pragma unroll
+    for (int n = 0; n < kTile / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2;
+        s[n][e] = s[n][e] == -CUDART_INF_F ? 0.0f : __expf(s[n][e] - runningMax[h]);
+        sum[h] += s[n][e];
+      }
+      weights[n / 2][n % 2 * 2] = packPair(s[n][0], s[n][1]);
+      weights[n / 2][n % 2 * 2 + 1] = packPair(s[n][2], s[n][3]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      total[h] = total[h] * correction[h] + quadSum(sum[h]);
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        acc[n][e] *= correction[e / 2];
+
+#pragma unroll
+    for (int kk = 0; kk < kTile / 16; ++kk)
+#pragma unroll
+      for (int n = 0; n < D / 8; n += 2) {
+        uint32_t b[4];
+        loadMatrices<true>(b, valueTile + (kk * 16 + lane % 8 + lane / 8 % 2 * 8) * stride + n * 8 +
+                                  lane / 16 * 8);
+        mma16816(acc[n], weights[kk], b[0], b[1]);
+        mma16816(acc[n + 1], weights[kk], b[2], b[3]);
+      }
+    __syncthreads(); // every warp is done with this stage before the next copy over it
   }
-  __syncwarp(); // the lanes are done reading the last tile's factors
   // No visible key (keys == 0) leaves the row zero, as on the host.
-  if (cellHalf == 0)
-    factors[cellRow] = total > 0.0f ? 1.0f / total : 0.0f;
-  __syncwarp();
-  scaleRows(acc, factors, at);
-  storeRows(out, (head * a.queries + first + warp * kStrip) * D, D, rows - warp * kStrip, acc,
-            at, 1.0f);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (strip + 8 * h >= rows)
+      continue;
+    const float factor = total[h] > 0.0f ? 1.0f / total[h] : 0.0f;
+    const int64_t at = (head * a.queries + first + strip + 8 * h) * D + 2 * (lane % 4);
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      storeReal(out, at + n * 8, acc[n][2 * h] * factor);
+      storeReal(out, at + n * 8 + 1, acc[n][2 * h + 1] * factor);
+    }
+  }
 }
 
 /// Gradient kernel 1, 64 queries of one head, a strip per warp as in the forward. A first
