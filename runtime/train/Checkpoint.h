@@ -1,6 +1,6 @@
 // Checkpoints of a training run: the host state (fp32 masters and AdamW moments), the step and
-// the data position, written atomically (a .partial folder, fsync, rename) with a manifest of
-// checksums, so that a run killed at any moment resumes from its last complete one bitwise.
+// the data position, with a manifest of checksums; found and read back here (CheckpointWriter
+// writes them), so that a run killed at any moment resumes from its last complete one bitwise.
 #ifndef MT_RUNTIME_TRAIN_CHECKPOINT_H
 #define MT_RUNTIME_TRAIN_CHECKPOINT_H
 
@@ -27,22 +27,6 @@ int64_t checkpointBytes(const HostState &state);
 
 /// The hash of a file's bytes (hex): what CheckpointInfo.planHash holds.
 std::string fileHash(const std::string &path);
-
-class CheckpointWriter {
-public:
-  /// Checkpoints under `folder` (made if missing), keeping the newest `keep`. Throws when the
-  /// folder cannot be made or written.
-  CheckpointWriter(const std::string &folder, int keep);
-
-  /// Writes `state` and `info` as folder/step-NNNNNNNN, on every core: every file through a
-  /// .partial folder, fsynced, then renamed, then the older checkpoints beyond `keep`
-  /// removed. Returns the checkpoint's path.
-  std::string write(const HostState &state, const CheckpointInfo &info);
-
-private:
-  std::string folder;
-  int keep;
-};
 
 /// The checkpoint `path` names: itself when it holds a manifest, else the newest complete
 /// checkpoint in it. Throws when there is none.

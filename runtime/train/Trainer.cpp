@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace mt {
@@ -84,6 +85,22 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
                                    .count();
       return squares;
     };
+  // A checkpoint written while the next steps run: an update first waits for its
+  // parameter's part of it to be written or copied.
+  if (CheckpointWriter *checkpoints = settings.checkpoints)
+    optimizer.update = [checkpoints, update = std::move(optimizer.update)](int p, int64_t step,
+                                                                           float clip) {
+      checkpoints->release(p);
+      return update(p, step, clip);
+    };
+  // The order the updates reach the parameters: as the gradients land where the updates start
+  // then, else (all queued at once) as the next forward reads them.
+  std::vector<int> updateOrder;
+  if (backend) {
+    updateOrder = backend->readOrder(parameterCount);
+    if (gated)
+      std::reverse(updateOrder.begin(), updateOrder.end());
+  }
   // With several sample-major runs a step, the sum of their gradients.
   std::vector<std::vector<float>> accumulated;
   // Thread ranks update in their own step.
@@ -155,17 +172,24 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     judge(last, updates->outcome(step));
     return last;
   };
-  // A checkpoint after `step`, whose updates are all done.
+  // Checkpoints: each begins after its step's updates are all done and is written while
+  // the next steps run; its line comes once it is complete.
+  auto reportCheckpoint = [&](const std::optional<CheckpointWriter::Written> &written) {
+    if (!written)
+      return;
+    std::printf("checkpoint | step %lld | %s | %.1f MiB in %.2f s | updates held %.2f s\n",
+                static_cast<long long>(written->step), written->path.c_str(),
+                written->bytes / 1048576.0, written->seconds, written->heldSeconds);
+    std::fflush(stdout);
+  };
   auto writeCheckpoint = [&](int64_t step) {
-    auto begin = std::chrono::steady_clock::now();
+    reportCheckpoint(settings.checkpoints->finish());
     if (ranks) // one rank's whole state, whatever the ranks that resume it
       ranks->gatherInto(state);
-    std::string path = settings.checkpoints->write(
-        state, {step, data.position(), data.size(), settings.planHash, skippedSteps});
-    std::printf("checkpoint | step %lld | %s | %.1f MiB in %.2f s\n", static_cast<long long>(step),
-                path.c_str(), checkpointBytes(state) / 1048576.0,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
-    std::fflush(stdout);
+    settings.checkpoints->begin(
+        state, {step, data.position(), data.size(), settings.planHash, skippedSteps}, updateOrder,
+        settings.checkpointMemory >= 0 ? settings.checkpointMemory
+                                       : CheckpointWriter::spareHostBytes());
   };
   // The last step reported (overlapped, a step's record waits for the next step).
   int64_t reportedThrough = settings.resumed.step;
@@ -257,20 +281,31 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
       }
       report(record, std::chrono::steady_clock::now());
       reportedThrough = step;
-      if (settings.checkpoints && settles())
-        writeCheckpoint(step);
+      if (settings.checkpoints) {
+        reportCheckpoint(settings.checkpoints->poll());
+        if (settles())
+          writeCheckpoint(step);
+      }
       if (!outcome.nonFinite.empty())
         break;
     }
     if (overlapped && reportedThrough < outcome.ranThrough)
       report(finishUpdates(outcome.ranThrough), std::chrono::steady_clock::now());
     updates.reset(); // its worker reads what is declared after it
+    if (settings.checkpoints)
+      reportCheckpoint(settings.checkpoints->finish());
   } catch (...) {
     // The backend's pending work ends first (gradient callbacks, collectives that may wait
-    // for a peer that is gone), then the updates, which read its gradients.
+    // for a peer that is gone), then the updates, which read its gradients, then a
+    // checkpoint in flight, which nothing changes any more: it completes.
     if (backend)
       backend->abandon();
     updates.reset();
+    if (settings.checkpoints)
+      try {
+        reportCheckpoint(settings.checkpoints->finish());
+      } catch (const std::exception &) { // the error being thrown is the one to report
+      }
     // The error names the step it stopped (the last checkpoint is that of an earlier one).
     try {
       throw;

@@ -7,7 +7,7 @@
 #include "runtime/AdamW.h"
 #include "runtime/HostState.h"
 #include "runtime/parallel/ThreadRanks.h"
-#include "runtime/train/Checkpoint.h"
+#include "runtime/train/CheckpointWriter.h"
 #include "runtime/train/StepBackend.h"
 #include "runtime/train/StepInputs.h"
 #include "runtime/train/TokenData.h"
@@ -29,6 +29,9 @@ struct TrainerSettings {
   /// Steps between checkpoints (0: at the end and when stopped only), where checkpoints go.
   int64_t checkpointEvery = 0;
   CheckpointWriter *checkpoints = nullptr;
+  /// Host memory a checkpoint may copy parameters into, so that the next steps' updates need
+  /// not wait for the disk (-1: CheckpointWriter::spareHostBytes() when it begins).
+  int64_t checkpointMemory = -1;
   /// The plan's hash, which checkpoints record (see fileHash).
   std::string planHash;
   /// The checkpoint the state was read from (step 0: none): where the data, the step count

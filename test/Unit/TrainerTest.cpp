@@ -4,6 +4,7 @@
 // asked for mid-step ends after it with a checkpoint; and the backend registry.
 #include "runtime/train/Trainer.h"
 #include "test/Unit/Expect.h"
+#include "test/Unit/StateBits.h"
 
 #include <cmath>
 #include <csignal>
@@ -18,8 +19,10 @@
 
 namespace {
 
+using mt::test::bitsOf;
 using mt::test::check;
 using mt::test::failures;
+using mt::test::same;
 
 constexpr int64_t kBatch = 2, kLength = 4;
 
@@ -121,19 +124,6 @@ std::string tokenFile(const std::string &path) {
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char *>(tokens.data()), tokens.size() * 2);
   return path;
-}
-
-/// The state's masters and moments, flattened.
-std::vector<float> bitsOf(const mt::HostState &state) {
-  std::vector<float> bits;
-  for (const mt::ParameterState &p : state.parameters)
-    for (const float *array : {p.master, p.firstMoment, p.secondMoment})
-      bits.insert(bits.end(), array, array + p.count);
-  return bits;
-}
-
-bool same(const std::vector<float> &a, const std::vector<float> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 std::string slurp(const std::string &path) {

@@ -56,7 +56,10 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --checkpoint-dir DIR      checkpoints (host state, step, data position) in DIR/step-N, at
                             the end, on SIGINT/SIGTERM (after the step running), and every
                             --checkpoint-every N steps; the newest --keep-checkpoints K kept
-                            (default 3)
+                            (default 3); each is written while the next steps train
+  --checkpoint-memory GIB   host memory a checkpoint may copy the state into while it is
+                            written, so that the updates need not wait for the disk
+                            (default: 3/4 of what is available; 0: they wait)
   --on-nonfinite stop|skip  a step whose loss or a gradient is not finite applies no update:
                             stop (the default) writes a checkpoint and exits 3 naming the
                             step and the loss or first parameter; skip counts it and goes on
@@ -205,7 +208,12 @@ Options parseOptions(int argc, char **argv) {
       options.checkpointDir = take();
     else if (arg == "--checkpoint-every")
       options.checkpointEvery = countOf(arg, take(), 1);
-    else if (arg == "--keep-checkpoints")
+    else if (arg == "--checkpoint-memory") {
+      double gib = numberOf(arg, take());
+      if (!(gib >= 0 && gib < 1e9))
+        throw std::runtime_error("--checkpoint-memory must be a size in GiB >= 0");
+      options.checkpointMemory = static_cast<int64_t>(gib * 1073741824.0);
+    } else if (arg == "--keep-checkpoints")
       options.keepCheckpoints = static_cast<int>(countOf(arg, take(), 1));
     else if (arg == "--resume")
       options.resume = take();
@@ -243,6 +251,8 @@ Options parseOptions(int argc, char **argv) {
                              "give one of them");
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     throw std::runtime_error("--checkpoint-every needs --checkpoint-dir");
+  if (options.checkpointMemory >= 0 && options.checkpointDir.empty())
+    throw std::runtime_error("--checkpoint-memory needs --checkpoint-dir");
   if ((!options.checkpointDir.empty() || !options.resume.empty()) && options.processes > 0)
     throw std::runtime_error("checkpoints and --resume hold one process's whole state; they do "
                              "not run with --nproc-per-node yet");

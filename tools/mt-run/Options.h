@@ -35,6 +35,8 @@ struct Options {
   /// --checkpoint-every: steps between checkpoints (0: only at the end and on a signal).
   int64_t checkpointEvery = 0;
   int keepCheckpoints = 3;
+  /// --checkpoint-memory, in bytes (-1: the trainer's default).
+  int64_t checkpointMemory = -1;
   /// --on-nonfinite: a step whose loss or gradient is not finite applies no update; "stop"
   /// then writes a checkpoint and exits nonzero, "skip" counts it and goes on.
   std::string onNonFinite = "stop";

@@ -15,7 +15,7 @@
 #include "runtime/Safetensors.h"
 #include "runtime/TrainedOnnx.h"
 #include "runtime/parallel/ThreadRanks.h"
-#include "runtime/train/Checkpoint.h"
+#include "runtime/train/CheckpointWriter.h"
 #include "runtime/train/StepBackend.h"
 #include "runtime/train/StepInputs.h"
 #include "runtime/train/StopSignals.h"
@@ -169,6 +169,7 @@ int train(const Options &options) {
   settings.stopOnNonFinite = options.onNonFinite == "stop";
   settings.checkpointEvery = options.checkpointEvery;
   settings.checkpoints = checkpoints.get();
+  settings.checkpointMemory = options.checkpointMemory;
   settings.trace = options.trace;
   settings.profile = options.profile;
   settings.processes = options.processes;
