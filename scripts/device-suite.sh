@@ -264,12 +264,14 @@ for layers in 2 4; do
     --metrics "$out/s120-$layers.jsonl"
 done
 
-# A checkpoint of the 3.82B benchmark model (h3072, 32 layers, 45.8 GB of masters and
-# moments): its time and size, and a resume's read and check.
+# Checkpoints of the 3.82B benchmark model (h3072, 32 layers, 45.8 GB of masters and
+# moments) every 2 steps, each written while the next steps train: their time, what the
+# updates waited for them, the steps beside them, the size, and a resume's read and check.
 if [[ -f $plans/bench-3.8b.mtp ]]; then
   part checkpoint-3.8b bash -c "$run $plans/bench-3.8b.mtp --init random --data \
-    $plans/bench-3.8b.tokens --steps 2 --checkpoint-dir /tmp/ck-3.8b --keep-checkpoints 1 && \
-    $run $plans/bench-3.8b.mtp --data $plans/bench-3.8b.tokens --steps 3 --resume /tmp/ck-3.8b; \
+    $plans/bench-3.8b.tokens --steps 6 --checkpoint-dir /tmp/ck-3.8b --checkpoint-every 2 \
+    --keep-checkpoints 1 && \
+    $run $plans/bench-3.8b.mtp --data $plans/bench-3.8b.tokens --steps 7 --resume /tmp/ck-3.8b; \
     rc=\$?; du -sb /tmp/ck-3.8b; rm -rf /tmp/ck-3.8b; exit \$rc"
 fi
 
