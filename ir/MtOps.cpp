@@ -566,5 +566,25 @@ LogicalResult verifyCopy(Operation *op, StringRef kind) {
 LogicalResult PrefetchOp::verify() { return verifyCopy(*this, getKind()); }
 LogicalResult OffloadOp::verify() { return verifyCopy(*this, getKind()); }
 
+LogicalResult AwaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>, ValueRange operands,
+                                        DictionaryAttr, OpaqueProperties, RegionRange,
+                                        llvm::SmallVectorImpl<Type> &results) {
+  for (Value value : operands.drop_front())
+    results.push_back(value.getType());
+  return success();
+}
+
+LogicalResult AwaitOp::verify() {
+  Operation *copy = getToken().getDefiningOp();
+  if (!llvm::isa_and_nonnull<PrefetchOp, OffloadOp>(copy))
+    return emitOpError("awaits a token that no mt.prefetch or mt.offload made");
+  if (getValues().empty())
+    return emitOpError("awaits no values");
+  for (auto [i, value] : llvm::enumerate(getValues()))
+    if (value.getDefiningOp() != copy)
+      return emitOpError("value ") << i << " is not a result of the copy that made its token";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "ir/MtOps.cpp.inc"

@@ -1,6 +1,7 @@
 // Schedule ops of the mt dialect: the explicit copies between host memory and the device that
 // turn a training step into the MegaTrain schedule. Each copy returns a token, which is done
-// when the copy is; streams and events are assigned to them later.
+// when the copy is, and its values are read through an await of that token; streams and
+// events are assigned to them later.
 #ifndef MT_SCHEDULE_OPS_TD
 #define MT_SCHEDULE_OPS_TD
 
@@ -8,7 +9,8 @@ def MT_Token : TypeDef<MT_Dialect, "Token"> {
   let mnemonic = "token";
   let summary = "completion of an asynchronous copy";
   let description = [{
-    A copy's token; ops that consume the copy's results wait for it (IREE's timepoints are the
+    A copy's token: `mt.await` consumes it, and what reads the copy's values reads the
+    await's results, so that every reader waits for the copy (IREE's timepoints are the
     model).
   }];
 }
@@ -41,6 +43,25 @@ def MT_OffloadOp : MT_Op<"offload"> {
   let arguments = (ins Variadic<MT_Tensor>:$device_values, StrAttr:$kind, I64Attr:$layer);
   let results = (outs Variadic<MT_Tensor>:$host_values, MT_Token:$token);
   let assemblyFormat = "$device_values attr-dict `:` functional-type($device_values, results)";
+  let hasVerifier = 1;
+}
+
+def MT_AwaitOp : MT_Op<"await", [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a copy's values, once its token says the copy is done";
+  let description = [{
+    The results are the operands, results of the copy that made `token`, in the same bytes:
+    what reads them waits for the copy (its stream waits for the copy's event, which
+    mt-assign-streams records). Every use of a copy's values goes through an await, placed
+    before the first reader; the await itself runs nothing.
+
+    ```mlir
+    %w:2, %t = mt.prefetch %a, %b {kind = "weights", layer = 3 : i64} : (tensor<8x8xf32>, tensor<8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>, !mt.token)
+    %r:2 = mt.await %w#0, %w#1 after %t : tensor<8x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins MT_Token:$token, Variadic<MT_Tensor>:$values);
+  let results = (outs Variadic<MT_Tensor>:$results);
+  let assemblyFormat = "$values `after` $token attr-dict `:` type($values)";
   let hasVerifier = 1;
 }
 

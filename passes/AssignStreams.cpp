@@ -32,6 +32,8 @@ Stream streamOf(Operation *op) {
     return D2H;
   if (llvm::isa<ParamOp, ConstantOp, func::ReturnOp>(op))
     return NoStream; // host state and constants are there before the step starts
+  if (llvm::isa<AwaitOp>(op))
+    return NoStream; // it runs nothing: its readers wait for the copy of its token
   return Compute;
 }
 
@@ -53,13 +55,17 @@ struct AssignStreamsPass : mt::impl::AssignStreamsPassBase<AssignStreamsPass> {
     if (failed(readOffsets(liveness)))
       return signalPassFailure();
 
-    // Dependencies: the producers of what an op reads, and for every buffer it writes, the
-    // producer and readers of each earlier tensor that occupied those bytes.
+    // Dependencies: the producers of what an op reads (of an awaited value, the copy of the
+    // token), and for every buffer it writes, the producer and readers of each earlier tensor
+    // that occupied those bytes.
     std::vector<llvm::SmallVector<Operation *>> dependencies(liveness.ops.size());
     for (auto [i, op] : llvm::enumerate(liveness.ops))
       for (Value operand : op->getOperands())
-        if (Operation *producer = operand.getDefiningOp())
+        if (Operation *producer = operand.getDefiningOp()) {
+          if (auto await = llvm::dyn_cast<AwaitOp>(producer))
+            producer = await.getToken().getDefiningOp();
           dependencies[i].push_back(producer);
+        }
     for (size_t b = 0; b < liveness.buffers.size(); ++b) {
       const DeviceBuffer &buffer = liveness.buffers[b];
       for (size_t a = 0; a < b; ++a) {
@@ -71,8 +77,8 @@ struct AssignStreamsPass : mt::impl::AssignStreamsPassBase<AssignStreamsPass> {
         auto &deps = dependencies[buffer.first];
         deps.push_back(earlier.op);
         if (earlier.resultIndex >= 0)
-          for (Operation *user : earlier.op->getResult(earlier.resultIndex).getUsers())
-            deps.push_back(user);
+          for (Operation *reader : readersOf(earlier.op->getResult(earlier.resultIndex)))
+            deps.push_back(reader);
       }
     }
 

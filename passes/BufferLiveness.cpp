@@ -32,6 +32,8 @@ bool leavesInFp32(Value value, llvm::DenseSet<Value> &seen) {
     if ((llvm::isa<AddOp>(user) || (llvm::isa<MatmulOp>(user) && use.getOperandNumber() == 2)) &&
         leavesInFp32(user->getResult(0), seen))
       return true;
+    if (llvm::isa<AwaitOp>(user) && leavesInFp32(user->getResult(use.getOperandNumber() - 1), seen))
+      return true;
     if (auto call = llvm::dyn_cast<func::CallOp>(user)) {
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
       if (callee && !callee.isExternal() &&
@@ -63,7 +65,7 @@ std::pair<size_t, bool> lastUse(Value result, size_t made,
                                 const llvm::DenseMap<Operation *, size_t> &position) {
   size_t last = made;
   bool returned = false;
-  for (Operation *user : result.getUsers()) {
+  for (Operation *user : readersOf(result)) {
     auto it = position.find(user);
     if (it == position.end())
       returned = true;
@@ -111,7 +113,18 @@ Value accumulatorOf(OpResult result) {
 }
 
 bool producesDeviceValues(Operation *op) {
-  return !llvm::isa<ParamOp, ConstantOp, OffloadOp, func::ReturnOp>(op);
+  return !llvm::isa<ParamOp, ConstantOp, OffloadOp, AwaitOp, func::ReturnOp>(op);
+}
+
+llvm::SmallVector<Operation *> readersOf(Value value) {
+  llvm::SmallVector<Operation *> readers;
+  for (OpOperand &use : value.getUses()) {
+    if (llvm::isa<AwaitOp>(use.getOwner()))
+      readers.append(readersOf(use.getOwner()->getResult(use.getOperandNumber() - 1)));
+    else
+      readers.push_back(use.getOwner());
+  }
+  return readers;
 }
 
 int64_t DeviceArena::allocate(int64_t bytes) {
@@ -286,8 +299,8 @@ BufferLiveness analyzeBuffers(func::FuncOp step) {
       if (!llvm::isa<RankedTensorType>(result.getType()))
         continue; // tokens
       DeviceBuffer buffer{op, static_cast<int>(result.getResultNumber()), deviceBytes(result), i, i};
-      for (Operation *user : result.getUsers())
-        buffer.last = std::max(buffer.last, position.lookup(user));
+      for (Operation *reader : readersOf(result))
+        buffer.last = std::max(buffer.last, position.lookup(reader));
       liveness.buffers.push_back(buffer);
     }
     if (auto call = llvm::dyn_cast<func::CallOp>(op)) {

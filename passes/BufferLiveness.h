@@ -29,6 +29,10 @@ struct BufferLiveness {
   std::vector<DeviceBuffer> buffers;  // in order of `first`
 };
 
+/// The ops that read `value`, looking through the mt.await ops that pass a copy's values on
+/// (their results are the same bytes).
+llvm::SmallVector<mlir::Operation *> readersOf(mlir::Value value);
+
 /// The device buffers of a step: results of ops that run on the device or copy to it, block
 /// arguments (token inputs) from the start, and each call's template workspace.
 BufferLiveness analyzeBuffers(mlir::func::FuncOp step);
@@ -42,7 +46,8 @@ int64_t deviceBytes(mlir::Value value);
 /// trailing argument), or null: the result may take its buffer when it dies there.
 mlir::Value accumulatorOf(mlir::OpResult result);
 
-/// Whether an op's results live on the device (not parameter reads, constants, offloads).
+/// Whether an op's results live on the device (not parameter reads, constants, offloads, or
+/// awaits, whose results are their copy's).
 bool producesDeviceValues(mlir::Operation *op);
 
 /// The peak bytes of results alive at once when `ops` run in order: each result from its op

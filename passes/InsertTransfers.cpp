@@ -4,7 +4,8 @@
 // becomes
 //   %d:n, %t = mt.prefetch %w... {kind = "weights", layer = 3}   (two calls earlier)
 //   %c, %tc = mt.offload %x {kind = "checkpoint", layer = 3}
-//   %y = call @layer_0(%x, %d...) {mt.layer = 3}
+//   %a:n = mt.await %d... after %t
+//   %y = call @layer_0(%x, %a...) {mt.layer = 3}
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -174,6 +175,12 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
         ret->setOperand(number, offload.getResult(index));
     }
 
+    // Each copy's values are read through an await of its token, placed before the first
+    // reader: whatever reads them waits for the copy.
+    for (Operation &op : llvm::make_early_inc_range(body))
+      if (llvm::isa<PrefetchOp, OffloadOp>(op))
+        awaitCopy(b, &op);
+
     // Each parameter lives in the host block of the first weights prefetch that reads it.
     ModuleOp module = getOperation();
     for (auto prefetch : body.getOps<PrefetchOp>())
@@ -183,6 +190,23 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
             if (auto parameter = module.lookupSymbol<ParameterOp>(read.getNameAttr());
                 parameter && !parameter.getLayer())
               parameter.setLayer(prefetch.getLayer());
+  }
+
+  /// Routes every reader of `copy`'s values through one mt.await of its token, before the
+  /// first of them.
+  static void awaitCopy(OpBuilder &b, Operation *copy) {
+    ValueRange values = copy->getResults().drop_back(); // the token is last
+    Operation *first = nullptr;
+    for (Value value : values)
+      for (Operation *reader : value.getUsers())
+        if (!first || reader->isBeforeInBlock(first))
+          first = reader;
+    if (!first)
+      return;
+    b.setInsertionPoint(first);
+    auto await = b.create<AwaitOp>(copy->getLoc(), copy->getResults().back(), values);
+    for (auto [value, awaited] : llvm::zip(values, await.getResults()))
+      value.replaceAllUsesExcept(awaited, await);
   }
 
   /// Backward calls and recomputed forward calls read layer inputs kept from the forward.

@@ -210,7 +210,10 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
     parameters (a layer's micro-batches, the last layer's forward and backward) share one
     prefetch; every parameter gradient the step
     returns leaves with an `mt.offload` right after it is computed; prologue and epilogue
-    parameters are prefetched just before their first use. Each copy yields a token.
+    parameters are prefetched just before their first use. Each copy yields a token, and
+    its values are read through an `mt.await` of that token placed before their first
+    reader: the calls read awaited weights and checkpoints, a checkpoint's prefetch its
+    awaited offload, the step's return the awaited gradients.
   }];
   let dependentDialects = ["mt::MTDialect"];
   let options = [
@@ -225,7 +228,8 @@ def AssignBuffersPass : Pass<"mt-assign-buffers", "mlir::ModuleOp"> {
   let summary = "Places every device tensor of the step at a byte offset in one arena";
   let description = [{
     Before: @train_step with explicit copies (mt-insert-transfers). After: every op whose
-    results live on the device (all but parameter reads, constants and offloads) carries
+    results live on the device (all but parameter reads, constants, offloads and awaits,
+    whose results are their copy's bytes, alive to the last reader of either) carries
     `mt.offsets` and `mt.sizes`, one byte offset and size per result in one device arena (-1
     and 0 for host results); a
     layer call also carries `mt.workspace = [offset, bytes]` for its template's intermediates
@@ -241,8 +245,9 @@ def AssignStreamsPass : Pass<"mt-assign-streams", "mlir::ModuleOp"> {
   let summary = "Puts every command of the step on h2d, compute or d2h and orders them with events";
   let description = [{
     Before: @train_step after mt-assign-buffers. After: each command has `mt.stream`
-    (prefetches on "h2d", offloads on "d2h", the rest on "compute"), and the fewest events
-    that order every producer before its consumers on other streams and every buffer's last
+    (prefetches on "h2d", offloads on "d2h", the rest on "compute"; an await runs nothing),
+    and the fewest events that order every producer before its consumers on other streams (a
+    reader of awaited values waits for the copy of the token) and every buffer's last
     use before the next tensor placed over it: a producer that others wait for has
     `mt.record = id`, a consumer `mt.wait = [ids]`. A dependency already implied by an
     earlier wait (vector clocks over the streams' orders) gets no event of its own. The

@@ -115,9 +115,11 @@ Cost costOf(func::FuncOp function) {
   return cost;
 }
 
-/// The parameter read behind `value`, looking through the prefetch that brought it to the
-/// device in a scheduled step.
+/// The parameter read behind `value`, looking through the await and the prefetch that
+/// brought it to the device in a scheduled step.
 ParamOp parameterBehind(Value value) {
+  if (auto await = value.getDefiningOp<AwaitOp>())
+    value = await.getValues()[llvm::cast<OpResult>(value).getResultNumber()];
   if (auto prefetch = value.getDefiningOp<PrefetchOp>())
     value = prefetch.getOperand(llvm::cast<OpResult>(value).getResultNumber());
   return value.getDefiningOp<ParamOp>();
@@ -211,7 +213,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     }
   };
   for (Operation &op : step.getBody().front().without_terminator()) {
-    if (llvm::isa<PrefetchOp, OffloadOp>(op) || op.hasAttr("mt.recompute"))
+    if (llvm::isa<PrefetchOp, OffloadOp, AwaitOp>(op) || op.hasAttr("mt.recompute"))
       continue;
     if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
       auto callee = symbols.lookup<func::FuncOp>(call.getCallee());

@@ -145,6 +145,13 @@ public:
         define(constant.getResult())->set_constant(constantBytes(dense));
         continue;
       }
+      if (auto await = llvm::dyn_cast<AwaitOp>(op)) {
+        // No command: the stream of each reader waits for the copy's event, and the values
+        // are the copy's.
+        for (auto [value, awaited] : llvm::zip(await.getValues(), await.getResults()))
+          ids[awaited] = ids.lookup(value);
+        continue;
+      }
       if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
         for (Value value : ret.getOperands())
           returned.push_back(ids.lookup(value));

@@ -499,3 +499,22 @@ func.func @offsets_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = mt.neg %x {mt.offsets = 3} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that an await names values of the copy that made its token.
+func.func @await_other_values(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %d, %t = mt.prefetch %a {kind = "weights", layer = 0 : i64} : (tensor<8xf32>) -> (tensor<8xf32>, !mt.token)
+  // expected-error @+1 {{value 0 is not a result of the copy that made its token}}
+  %r = mt.await %b after %t : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// Tests that an await's token comes from a copy.
+func.func @await_argument(%a: tensor<8xf32>, %t: !mt.token) -> tensor<8xf32> {
+  // expected-error @+1 {{awaits a token that no mt.prefetch or mt.offload made}}
+  %r = mt.await %a after %t : tensor<8xf32>
+  return %r : tensor<8xf32>
+}

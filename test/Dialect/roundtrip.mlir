@@ -161,3 +161,17 @@ func.func @key_lengths(%m: tensor<2x16xi64>, %q: tensor<2x4x16x8xf32>, %k: tenso
   %dq, %dk, %dv = mt.attention_grad %q, %k, %k, %a key_lengths %n scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2xi64>) -> (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>)
   return %a, %dq : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
 }
+
+// Tests that copies and the await of a copy's token print and parse back.
+// CHECK-LABEL: func.func @copies
+// CHECK: %[[D:.*]]:2, %[[T:.*]] = mt.prefetch %{{.*}}, %{{.*}} {kind = "weights", layer = 3 : i64}
+// CHECK: %[[A:.*]]:2 = mt.await %[[D]]#0, %[[D]]#1 after %[[T]] : tensor<8x8xf32>, tensor<8xf32>
+// CHECK: %[[H:.*]], %[[U:.*]] = mt.offload %[[A]]#1 {kind = "gradients", layer = 3 : i64}
+// CHECK: mt.await %[[H]] after %[[U]] : tensor<8xf32>
+func.func @copies(%a: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %d:2, %t = mt.prefetch %a, %b {kind = "weights", layer = 3 : i64} : (tensor<8x8xf32>, tensor<8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>, !mt.token)
+  %r:2 = mt.await %d#0, %d#1 after %t : tensor<8x8xf32>, tensor<8xf32>
+  %h, %u = mt.offload %r#1 {kind = "gradients", layer = 3 : i64} : (tensor<8xf32>) -> (tensor<8xf32>, !mt.token)
+  %g = mt.await %h after %u : tensor<8xf32>
+  return %g : tensor<8xf32>
+}

@@ -8,29 +8,41 @@
 // weights of its backward; that the last layer keeps its weights for its backward (its
 // forward and backward calls read the same parameters back to back, one prefetch); that
 // prologue/epilogue parameters arrive before their first use; and that every returned
-// gradient leaves with an offload right after it is computed. Each parameter records the
-// layer of the first weights prefetch that streams it: its block of host memory.
+// gradient leaves with an offload right after it is computed. Every copy's values are read
+// through an await of its token, placed before the first reader: the calls read awaited
+// weights and checkpoints, a checkpoint's prefetch its awaited offload, the return the
+// awaited gradients. Each parameter records the layer of the first weights prefetch that
+// streams it: its block of host memory.
 // CHECK: mt.parameter @wte : tensor<10x8xf32> {layer = -1 : i64}
 // CHECK: mt.parameter @g0a : tensor<8xf32> {layer = 0 : i64}
 // CHECK: mt.parameter @w22 : tensor<16x8xf32> {layer = 2 : i64}
 // CHECK-LABEL: func.func @train_step
-// CHECK: %[[W0:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
-// CHECK-NEXT: %[[W1:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 1 : i64}
-// CHECK-NEXT: %[[TABLE:.*]], %{{.*}} = mt.prefetch %{{.*}} {kind = "weights", layer = -1 : i64}
-// CHECK-NEXT: %[[X0:.*]] = mt.embedding %[[TABLE]]
-// CHECK-NEXT: %[[C0:.*]], %{{.*}} = mt.offload %[[X0]] {kind = "checkpoint", layer = 0 : i64}
-// CHECK-NEXT: %[[X1:.*]] = call @layer_0(%[[X0]], %[[W0]]#0, {{.*}}) {mt.layer = 0 : i64}
-// CHECK-NEXT: %[[W2:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 2 : i64}
-// CHECK: call @layer_0(%[[X1]], %[[W1]]#0, {{.*}}) {mt.layer = 1 : i64}
-// CHECK: %[[B2:.*]], %{{.*}} = mt.prefetch %{{.*}} {kind = "checkpoint", layer = 2 : i64}
-// CHECK: call @layer_1({{.*}}, %[[W2]]#0, {{.*}}) {mt.layer = 2 : i64}
+// CHECK: %[[W0:.*]]:6, %[[T0:.*]] = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
+// CHECK-NEXT: %[[W1:.*]]:6, %[[T1:.*]] = mt.prefetch {{.*}} {kind = "weights", layer = 1 : i64}
+// CHECK-NEXT: %[[TABLE:.*]], %[[TT:.*]] = mt.prefetch %{{.*}} {kind = "weights", layer = -1 : i64}
+// CHECK-NEXT: %[[TABLEA:.*]] = mt.await %[[TABLE]] after %[[TT]]
+// CHECK-NEXT: %[[X0:.*]] = mt.embedding %[[TABLEA]]
+// CHECK-NEXT: %[[C0:.*]], %[[TC0:.*]] = mt.offload %[[X0]] {kind = "checkpoint", layer = 0 : i64}
+// CHECK-NEXT: %[[A0:.*]]:6 = mt.await %[[W0]]#0, {{.*}} after %[[T0]]
+// CHECK-NEXT: %[[X1:.*]] = call @layer_0(%[[X0]], %[[A0]]#0, {{.*}}) {mt.layer = 0 : i64}
+// CHECK-NEXT: %[[W2:.*]]:6, %[[T2:.*]] = mt.prefetch {{.*}} {kind = "weights", layer = 2 : i64}
+// CHECK: %[[A1:.*]]:6 = mt.await %[[W1]]#0, {{.*}} after %[[T1]]
+// CHECK-NEXT: call @layer_0(%[[X1]], %[[A1]]#0, {{.*}}) {mt.layer = 1 : i64}
+// CHECK: %[[B2:.*]], %[[TB2:.*]] = mt.prefetch %{{.*}} {kind = "checkpoint", layer = 2 : i64}
+// CHECK: %[[A2:.*]]:6 = mt.await %[[W2]]#0, {{.*}} after %[[T2]]
+// CHECK-NEXT: call @layer_1({{.*}}, %[[A2]]#0, {{.*}}) {mt.layer = 2 : i64}
 // CHECK-NOT: {kind = "weights", layer = 2 : i64}
-// CHECK: %[[G2:.*]]:7 = call @layer_1_bwd(%[[B2]], %[[W2]]#0, {{.*}}) {mt.layer = 2 : i64}
-// CHECK-NEXT: mt.offload %[[G2]]#1, {{.*}} {kind = "gradients", layer = 2 : i64}
-// CHECK: %[[B0:.*]], %{{.*}} = mt.prefetch %[[C0]] {kind = "checkpoint", layer = 0 : i64}
-// CHECK-NEXT: %[[BW0:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
-// CHECK: call @layer_0_bwd(%[[B0]], %[[BW0]]#0,
-// CHECK: return {{.*}} : tensor<f32>
+// CHECK: %[[B2A:.*]] = mt.await %[[B2]] after %[[TB2]]
+// CHECK-NEXT: %[[G2:.*]]:7 = call @layer_1_bwd(%[[B2A]], %[[A2]]#0, {{.*}}) {mt.layer = 2 : i64}
+// CHECK-NEXT: %[[HG2:.*]]:6, %[[TG2:.*]] = mt.offload %[[G2]]#1, {{.*}} {kind = "gradients", layer = 2 : i64}
+// CHECK-NEXT: %[[C0A:.*]] = mt.await %[[C0]] after %[[TC0]]
+// CHECK-NEXT: %[[B0:.*]], %[[TB0:.*]] = mt.prefetch %[[C0A]] {kind = "checkpoint", layer = 0 : i64}
+// CHECK-NEXT: %[[BW0:.*]]:6, %[[TBW0:.*]] = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
+// CHECK: %[[B0A:.*]] = mt.await %[[B0]] after %[[TB0]]
+// CHECK-NEXT: %[[BW0A:.*]]:6 = mt.await %[[BW0]]#0, {{.*}} after %[[TBW0]]
+// CHECK-NEXT: call @layer_0_bwd(%[[B0A]], %[[BW0A]]#0,
+// CHECK: %[[HG2A:.*]]:6 = mt.await %[[HG2]]#0, {{.*}} after %[[TG2]]
+// CHECK: return {{.*}}%[[HG2A]]#0, {{.*}} : tensor<f32>
 
 // AHEAD1-LABEL: func.func @train_step
 // AHEAD1: call @layer_0({{.*}}) {mt.layer = 0 : i64}
@@ -40,10 +52,11 @@
 
 // Tests that layer-major micro-batches share their layer's prefetch: both calls of a layer
 // read one copy of its weights, while each micro-batch's checkpoint travels on its own.
-// MICRO: %[[W0:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
-// MICRO: call @layer_0(%{{.*}}, %[[W0]]#0, {{.*}}) {mt.layer = 0 : i64}
+// MICRO: %[[W0:.*]]:6, %[[T0:.*]] = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
+// MICRO: %[[A0:.*]]:6 = mt.await %[[W0]]#0, {{.*}} after %[[T0]]
+// MICRO-NEXT: call @layer_0(%{{.*}}, %[[A0]]#0, {{.*}}) {mt.layer = 0 : i64}
 // MICRO-NEXT: mt.offload {{.*}} {kind = "checkpoint", layer = 1 : i64}
-// MICRO-NEXT: call @layer_0(%{{.*}}, %[[W0]]#0, {{.*}}) {mt.layer = 0 : i64}
+// MICRO-NEXT: call @layer_0(%{{.*}}, %[[A0]]#0, {{.*}}) {mt.layer = 0 : i64}
 
 // DEVICE-LABEL: func.func @train_step
 // DEVICE-NOT: kind = "checkpoint"

@@ -28,6 +28,7 @@
 // where the first call's were.
 // PLACED-LABEL: func.func @train_step
 // PLACED: call @layer_1_bwd({{.*}} mt.offsets = array<i64: {{[0-9]+}}, [[GRADS:[0-9, ]+]]>
+// PLACED-NEXT: mt.await
 // PLACED-NEXT: call @layer_1_bwd.accumulate.1.2.3.4.5.6({{.*}} mt.offsets = array<i64: {{[0-9]+}}, [[GRADS]]>
 
 // One micro-batch sums nothing over calls.
