@@ -87,22 +87,26 @@ namespace {
 
 struct Cost {
   double gemmFlops = 0;
+  double attentionFlops = 0;   // fused attention's, at its own rate
   double memoryBytes = 0;      // read and written by kernels that are not GEMMs
   int64_t activationBytes = 0; // the most intermediate bytes alive at once (BufferLiveness)
 
   void add(Operation *op) {
     KernelWork work = kernelWork(op);
-    gemmFlops += work.flops;
+    (llvm::isa<AttentionOp, AttentionGradOp>(op) ? attentionFlops : gemmFlops) += work.flops;
     memoryBytes += work.bytes;
   }
   /// Another run of a template (a micro-batch): work adds up, memory is reused.
   void merge(const Cost &other) {
     gemmFlops += other.gemmFlops;
+    attentionFlops += other.attentionFlops;
     memoryBytes += other.memoryBytes;
     activationBytes = std::max(activationBytes, other.activationBytes);
   }
+  double flops() const { return gemmFlops + attentionFlops; }
   double seconds(const DeviceProfile &profile) const {
-    return gemmFlops / profile.gemmFlopsPerSecond + memoryBytes / profile.memoryBytesPerSecond;
+    return gemmFlops / profile.gemmFlopsPerSecond + attentionFlops / attentionRate(profile) +
+           memoryBytes / profile.memoryBytesPerSecond;
   }
 };
 
@@ -328,9 +332,9 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   auto recomputed = [&](size_t i) {
     return (i % interval) != static_cast<size_t>(interval - 1) && i + 1 < layers.size();
   };
-  double executed = edge.gemmFlops;
+  double executed = edge.flops();
   for (auto [i, layer] : llvm::enumerate(layers))
-    executed += layer.forward.gemmFlops * (recomputed(i) ? 2 : 1) + layer.backward.gemmFlops;
+    executed += layer.forward.flops() * (recomputed(i) ? 2 : 1) + layer.backward.flops();
   estimate.executedFlopsPerStep = micro * executed;
 
   // The schedule: weights of layer i go to slot i % 2 once compute is done with the layer

@@ -24,8 +24,15 @@ constexpr Field kFields[] = {
     {"host_adam_params_per_second", &DeviceProfile::hostAdamParamsPerSecond},
     {"device_memory_bytes", &DeviceProfile::deviceMemoryBytes},
 };
-/// Optional: profiles calibrated before mt recorded it leave it unknown.
-constexpr Field kHostMemory = {"host_memory_bytes", &DeviceProfile::hostMemoryBytes};
+/// Optional: profiles calibrated before mt recorded them leave them unknown (0).
+constexpr Field kOptionalFields[] = {
+    {"host_memory_bytes", &DeviceProfile::hostMemoryBytes},
+    {"attention_flops_per_second", &DeviceProfile::attentionFlopsPerSecond},
+};
+
+/// Of cuBLASLt's bf16 GEMM rate, what mt's flash attention reached on the H200 (forward and
+/// backward, FLOPs counted over every key): 155 of 750 TFLOP/s.
+constexpr double kAttentionShareOfGemm = 155.0 / 750.0;
 
 /// A reader of one flat JSON object whose members are strings or numbers.
 class FlatObject {
@@ -110,8 +117,9 @@ std::string deviceProfileJson(const DeviceProfile &profile) {
   out << "\"";
   for (const Field &field : kFields)
     out << ",\n  \"" << field.key << "\": " << profile.*field.value;
-  if (profile.hostMemoryBytes > 0)
-    out << ",\n  \"" << kHostMemory.key << "\": " << profile.hostMemoryBytes;
+  for (const Field &field : kOptionalFields)
+    if (profile.*field.value > 0)
+      out << ",\n  \"" << field.key << "\": " << profile.*field.value;
   out << "\n}\n";
   return out.str();
 }
@@ -131,14 +139,20 @@ std::optional<DeviceProfile> parseDeviceProfile(const std::string &text, std::st
     }
     profile.*field.value = it->second;
   }
-  if (auto it = numbers.find(kHostMemory.key); it != numbers.end()) {
-    if (!(it->second > 0)) {
-      error = std::string("\"") + kHostMemory.key + "\" must be a positive number";
-      return std::nullopt;
+  for (const Field &field : kOptionalFields)
+    if (auto it = numbers.find(field.key); it != numbers.end()) {
+      if (!(it->second > 0)) {
+        error = std::string("\"") + field.key + "\" must be a positive number";
+        return std::nullopt;
+      }
+      profile.*field.value = it->second;
     }
-    profile.hostMemoryBytes = it->second;
-  }
   return profile;
+}
+
+double attentionRate(const DeviceProfile &profile) {
+  return profile.attentionFlopsPerSecond > 0 ? profile.attentionFlopsPerSecond
+                                             : profile.gemmFlopsPerSecond * kAttentionShareOfGemm;
 }
 
 } // namespace mt

@@ -18,15 +18,24 @@ struct DeviceProfile {
   double hostAdamParamsPerSecond = 0;
   double deviceMemoryBytes = 0; // what plans may use
   double hostMemoryBytes = 0;   // the host's memory, where the host state lives; 0: unknown
+  /// Fused attention, forward and backward, in FLOPs counted over every key (as the cost
+  /// model counts them) a second; 0: unknown (attentionRate guesses).
+  double attentionFlopsPerSecond = 0;
 };
 
+/// The attention rate the cost model takes: the profile's, or where it is unknown (a profile
+/// from before it was recorded), the GEMM rate times what mt's flash kernels reached of it
+/// on the H200 (155 of 750 TFLOP/s counted, docs/PERFORMANCE.md).
+double attentionRate(const DeviceProfile &profile);
+
 /// The profile as a JSON object: "name" and the rates, by their snake_case names (the host's
-/// memory where known).
+/// memory and the attention rate where known).
 std::string deviceProfileJson(const DeviceProfile &profile);
 
 /// The profile of that JSON object; nothing, with `error` saying why, when the text is not a
-/// JSON object or a rate is missing or not a positive number ("host_memory_bytes" may be
-/// missing: profiles from before it). Other members are ignored.
+/// JSON object or a rate is missing or not a positive number ("host_memory_bytes" and
+/// "attention_flops_per_second" may be missing: profiles from before them). Other members
+/// are ignored.
 std::optional<DeviceProfile> parseDeviceProfile(const std::string &text, std::string &error);
 
 } // namespace mt

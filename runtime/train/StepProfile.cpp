@@ -103,4 +103,28 @@ StepMeasureList StepProfile::measures() const {
   return list;
 }
 
+std::string StepProfile::calibrate(DeviceProfile &profile) const {
+  std::string set;
+  auto rate = [&](std::initializer_list<OpFamily> kinds, bool flops, double &into,
+                  const char *what) {
+    double ms = 0, work = 0;
+    for (OpFamily kind : kinds) {
+      ms += (*this)[kind].ms;
+      work += flops ? (*this)[kind].flops : (*this)[kind].bytes;
+    }
+    if (ms <= 0 || work <= 0)
+      return;
+    into = work / (ms / 1e3);
+    char line[96];
+    std::snprintf(line, sizeof line, "%s%s %.4g %s", set.empty() ? "" : ", ", what,
+                  into / (flops ? 1e12 : 1e9), flops ? "TFLOP/s" : "GB/s");
+    set += line;
+  };
+  rate({OpFamily::Products, OpFamily::Loss}, true, profile.gemmFlopsPerSecond, "products");
+  rate({OpFamily::Attention}, true, profile.attentionFlopsPerSecond, "attention");
+  rate({OpFamily::Norms, OpFamily::Rope, OpFamily::Elementwise}, false,
+       profile.memoryBytesPerSecond, "memory-bound kernels");
+  return set;
+}
+
 } // namespace mt

@@ -3,6 +3,7 @@
 #ifndef MT_RUNTIME_TRAIN_STEPPROFILE_H
 #define MT_RUNTIME_TRAIN_STEPPROFILE_H
 
+#include "plan/DeviceProfile.h"
 #include "plan/plan.pb.h"
 #include "runtime/train/TrainingLog.h"
 
@@ -43,6 +44,11 @@ public:
   /// "profile_products_ms", "profile_products_share", "profile_products_tflops" (or
   /// "_gbps" for families measured in bytes) for each family that ran.
   StepMeasureList measures() const;
+  /// Sets `profile`'s kernel rates to what this step's kernels achieved, in the cost model's
+  /// units, for each kind that ran with work: products and the loss (the GEMM rate),
+  /// attention, and the memory-bound families (norms, rope, elementwise). Returns what it
+  /// set, as a line.
+  std::string calibrate(DeviceProfile &profile) const;
 
 private:
   FamilyTime families[kOpFamilies];

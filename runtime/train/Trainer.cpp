@@ -318,6 +318,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   if (settings.profile && !lastProfile.empty())
     std::printf("profile of step %lld, by op family:\n%s",
                 static_cast<long long>(outcome.ranThrough), lastProfile.table().c_str());
+  outcome.profile = lastProfile;
   return outcome;
 }
 

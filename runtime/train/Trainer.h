@@ -60,6 +60,8 @@ public:
     int64_t ranThrough = 0; // the last step run
     /// Why the run stopped over a step that was not finite (stopOnNonFinite), or empty.
     std::string nonFinite;
+    /// With TrainerSettings::profile, the last step's.
+    StepProfile profile;
   };
   /// Runs steps until `steps`, a non-finite step (stopOnNonFinite), or `stop` set (by a
   /// signal handler): the step running finishes and a checkpoint is written. A failure

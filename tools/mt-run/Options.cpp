@@ -43,6 +43,10 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --profile                 time every kernel: each step's time by op family (products,
                             attention, norms, rope, elementwise, loss, waits, copies, AdamW)
                             in the metrics, and the last step's as a table
+  --profile-into PROFILE.json   with --profile: the last step's kernel rates (products,
+                            attention, memory-bound kernels) written into that device
+                            profile (from --calibrate), so that mtc --target=PROFILE.json
+                            predicts steps from what the kernels achieve
   --init model|random       initial weights from the plan's files or drawn (default model)
   --weights PATH            pretrained weights: a .safetensors file, or a folder of shards
                             with model.safetensors.index.json, by PyTorch parameter name
@@ -169,6 +173,8 @@ Options parseOptions(int argc, char **argv) {
       options.trace = take();
     else if (arg == "--profile")
       options.profile = true;
+    else if (arg == "--profile-into")
+      options.profileInto = take();
     else if (arg == "--check-schedule")
       options.checkSchedule = true;
     else if (arg == "--ignore-event")
@@ -251,6 +257,8 @@ Options parseOptions(int argc, char **argv) {
                              "give one of them");
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     throw std::runtime_error("--checkpoint-every needs --checkpoint-dir");
+  if (!options.profileInto.empty() && !options.profile)
+    throw std::runtime_error("--profile-into writes what --profile measures; give --profile");
   if (options.checkpointMemory >= 0 && options.checkpointDir.empty())
     throw std::runtime_error("--checkpoint-memory needs --checkpoint-dir");
   if ((!options.checkpointDir.empty() || !options.resume.empty()) && options.processes > 0)

@@ -29,6 +29,8 @@ struct Options {
   bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
        checkKernels = false, serialize = false, profile = false;
   std::string trace;
+  /// --profile-into: the device profile (JSON) that the last step's kernel rates go into.
+  std::string profileInto;
   int ignoredEvent = -1;
   double checkTolerance = -1; // each check's own default when not given
   int64_t steps = 1;

@@ -1,9 +1,13 @@
-// What an mt-run ends with: early stops' exit codes and the trained weights written.
+// What an mt-run ends with: early stops' exit codes, the trained weights written, and a
+// device profile calibrated by the last step.
 #include "tools/mt-run/Outputs.h"
 
 #include "runtime/Safetensors.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 
 namespace mt {
 
@@ -46,6 +50,40 @@ void writeOutputs(const Options &options, const plan::Plan &plan, const HostStat
     if (trainedOnnx)
       trainedOnnx->write(options.saveOnnx, finalWeights);
   }
+}
+
+std::optional<DeviceProfile> profileToCalibrate(const Options &options) {
+  if (options.profileInto.empty())
+    return std::nullopt;
+  std::ifstream in(options.profileInto);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string error;
+  std::optional<DeviceProfile> profile = in ? parseDeviceProfile(text.str(), error) : std::nullopt;
+  if (!profile)
+    throw std::runtime_error("--profile-into " + options.profileInto + ": " +
+                             (in ? error : "cannot read it (mt-run --calibrate writes one)"));
+  return profile;
+}
+
+void writeCalibratedProfile(const Options &options, DeviceProfile profile,
+                            const Trainer::Outcome &outcome) {
+  std::string rates = outcome.profile.calibrate(profile);
+  if (rates.empty())
+    throw std::runtime_error("--profile-into " + options.profileInto +
+                             ": the last step timed no kernel with work to rate");
+  std::string temporary = options.profileInto + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << deviceProfileJson(profile);
+    if (!out)
+      throw std::runtime_error("cannot write " + temporary);
+  }
+  if (std::rename(temporary.c_str(), options.profileInto.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + temporary + " to " + options.profileInto);
+  std::printf("profile | step %lld's kernel rates into %s: %s\n",
+              static_cast<long long>(outcome.ranThrough), options.profileInto.c_str(),
+              rates.c_str());
 }
 
 } // namespace mt

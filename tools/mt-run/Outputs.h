@@ -1,10 +1,11 @@
-// What an mt-run ends with: the exit code of a run stopped early, and the trained weights
-// written as safetensors and ONNX.
+// What an mt-run ends with: the exit code of a run stopped early, the trained weights
+// written as safetensors and ONNX, and a device profile calibrated by the last step.
 #ifndef MT_TOOLS_MTRUN_OUTPUTS_H
 #define MT_TOOLS_MTRUN_OUTPUTS_H
 
 #include "tools/mt-run/Options.h"
 
+#include "plan/DeviceProfile.h"
 #include "runtime/HostState.h"
 #include "runtime/PretrainedWeights.h"
 #include "runtime/TrainedOnnx.h"
@@ -12,6 +13,7 @@
 #include "runtime/train/Trainer.h"
 
 #include <csignal>
+#include <optional>
 #include <vector>
 
 namespace mt {
@@ -20,6 +22,15 @@ namespace mt {
 /// where it ran through.
 int stopCode(const Trainer::Outcome &outcome, std::sig_atomic_t stopSignal, const Options &options,
              bool checkpointed);
+
+/// The device profile --profile-into names, read and checked before any work (empty when
+/// not given); throws naming the file and what is wrong.
+std::optional<DeviceProfile> profileToCalibrate(const Options &options);
+
+/// Writes the last step's kernel rates into that profile (through a temporary file and a
+/// rename), and says which.
+void writeCalibratedProfile(const Options &options, DeviceProfile profile,
+                            const Trainer::Outcome &outcome);
 
 /// Writes --save-weights (PyTorch's names and layouts) and --save-onnx from the masters, gathered
 /// from the ranks first where a rank holds only its shards.

@@ -51,6 +51,7 @@ int train(const Options &options) {
     return 0;
   }
   plan::Plan plan = loadPlan(options.plan);
+  std::optional<DeviceProfile> calibrated = profileToCalibrate(options);
   if (options.dump) {
     std::string text;
     google::protobuf::TextFormat::PrintToString(plan, &text);
@@ -180,6 +181,8 @@ int train(const Options &options) {
   if (int code = stopCode(outcome, stopSignal, options, checkpoints != nullptr); code >= 0)
     return code;
   writeOutputs(options, plan, state, backend.get(), sources, trainedOnnx.get());
+  if (calibrated)
+    writeCalibratedProfile(options, *calibrated, outcome);
   return 0;
 }
 
