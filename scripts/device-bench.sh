@@ -4,7 +4,8 @@
 # (shared/bench/peer_bench.py), and mt's profile of each row. It builds nothing: carry
 # build/tools/mt-run and build/device made with WITH_PERF=1 scripts/make_device_plans.sh.
 # Writes $OUT/bench.md (the table, with ratios) and $OUT/bench.tar.gz (every log and metrics
-# file). BENCH_ROWS (a regex over row names) runs a subset; BENCH_PEERS=0 leaves the peers out;
+# file, and per row a device profile: the machine's --calibrate with the row's kernel rates
+# written in by --profile-into, for mtc --target to predict the row from). BENCH_ROWS (a regex over row names) runs a subset; BENCH_PEERS=0 leaves the peers out;
 # BENCH_STEPS sets mt's steps a row (default 5; the first is left out of the medians).
 set -uo pipefail
 final="${OUT:-/tmp/mt-device-bench}"
@@ -24,12 +25,15 @@ rows=(
   "120bl-8 perf-120bl-8 120bl 8 gpu"
   "120bl-32 perf-120bl-32 120bl 32 -"
 )
+$run --calibrate "$out/calibrated.json" --backend=cuda >"$out/calibrate.txt" 2>&1
 for row in "${rows[@]}"; do
   read -r name plan model sequences peers <<<"$row"
   [[ "$name" =~ ${BENCH_ROWS:-.} ]] || continue
   echo "== mt $name"
+  cp "$out/calibrated.json" "$out/profile-$name.json"
   $run $plans/$plan.mtp --init random --data $plans/perf.tokens --steps "$steps" --lr 1e-4 \
-    --backend=cuda --profile --metrics "$out/mt-$name.jsonl" >"$out/mt-$name.txt" 2>&1
+    --backend=cuda --profile --profile-into "$out/profile-$name.json" \
+    --metrics "$out/mt-$name.jsonl" >"$out/mt-$name.txt" 2>&1
   echo "-- mt $name: rc $?"
   tail -n 14 "$out/mt-$name.txt"
   [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue
