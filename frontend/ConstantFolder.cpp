@@ -201,24 +201,18 @@ HostTensor transposeTensor(const HostTensor &input, llvm::ArrayRef<int64_t> perm
 }
 
 HostTensor gatherTensor(const HostTensor &input, const HostTensor &indices, int64_t axis) {
-  // The importer checked the axis (gatherShape): this is the same rule's shape.
+  // The importer checked the axis and the indices (gatherShape, each index in range and
+  // counted from the front): the layout of the kernels that gather.
   shapes::Dims dims;
   shapes::gather(input.shape, indices.shape, axis, dims);
-  Shape shape(dims.begin(), dims.end());
-  HostTensor result = HostTensor::zeros(input.dataType, shape);
-  Shape inStrides = stridesOf(input.shape);
-  size_t indexRank = indices.shape.size();
-  int64_t out = 0;
-  forEachIndex(shape, [&](llvm::ArrayRef<int64_t> index) {
-    int64_t selected =
-        indices.integer(linearIndex(index.slice(axis, indexRank), stridesOf(indices.shape)));
-    int64_t source = selected * inStrides[axis];
-    for (int64_t d = 0; d < axis; ++d)
-      source += index[d] * inStrides[d];
-    for (size_t d = axis + 1; d < input.shape.size(); ++d)
-      source += index[d - 1 + indexRank] * inStrides[d];
-    copyElement(input, source, result, out++);
-  });
+  shapes::IndexedLayout layout;
+  shapes::indexedLayout(input.shape, indices.shape, dims, axis, layout);
+  HostTensor result = HostTensor::zeros(input.dataType, Shape(dims.begin(), dims.end()));
+  for (int64_t o = 0; o < layout.outer; ++o)
+    for (int64_t j = 0; j < layout.count; ++j)
+      for (int64_t e = 0; e < layout.inner; ++e)
+        copyElement(input, (o * layout.length + indices.integer(j)) * layout.inner + e, result,
+                    (o * layout.count + j) * layout.inner + e);
   return result;
 }
 

@@ -103,20 +103,8 @@ inline std::string reductionShapes(const std::vector<int64_t> &shape,
   return "";
 }
 
-/// Checks that `gathered` is `full` with axis `axis` replaced by `indices` (the layout of
-/// gather's result and of scatter_add's operand).
-inline std::string gatheredShape(const std::vector<int64_t> &full,
-                                 const std::vector<int64_t> &indices,
-                                 const std::vector<int64_t> &gathered, int64_t axis) {
-  shapes::Dims expected;
-  if (std::string error = shapes::gather(full, indices, axis, expected); !error.empty())
-    return error;
-  if (gathered != expected)
-    return "the gathered shape " + shapes::format(gathered) + " is not " +
-           shapes::format(expected) + ", the input's with axis " + std::to_string(axis) +
-           " replaced by the indices' shape";
-  return "";
-}
+using IndexedLayout = shapes::IndexedLayout;
+using shapes::indexedLayout;
 
 using AttentionExtents = shapes::AttentionExtents;
 

@@ -171,6 +171,27 @@ std::string gather(DimsRef input, DimsRef indices, int64_t axis, Dims &result) {
   return "";
 }
 
+std::string indexedLayout(DimsRef full, DimsRef indices, DimsRef gathered, int64_t axis,
+                          IndexedLayout &layout) {
+  if (full.empty())
+    return "the indexed tensor must have rank 1 or more";
+  Dims expected;
+  if (std::string error = gather(full, indices, axis, expected); !error.empty())
+    return error;
+  if (gathered.vector() != expected)
+    return "the gathered shape " + format(gathered) + " is not " + format(expected) +
+           ", the input's with axis " + std::to_string(axis) + " replaced by the indices' shape";
+  auto product = [](const int64_t *begin, const int64_t *end) {
+    int64_t n = 1;
+    for (const int64_t *d = begin; d != end; ++d)
+      n *= *d;
+    return n;
+  };
+  layout = {product(full.begin(), full.begin() + axis), full[axis],
+            product(full.begin() + axis + 1, full.end()), product(indices.begin(), indices.end())};
+  return "";
+}
+
 std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal,
                       AttentionExtents &extents) {
   if (query.size() != 4 || key.size() != 4 || value.size() != 4)

@@ -63,6 +63,17 @@ std::string concat(const std::vector<DimsRef> &inputs, int64_t axis, Dims &resul
 /// The input with axis `axis` replaced by the indices' shape.
 std::string gather(DimsRef input, DimsRef indices, int64_t axis, Dims &result);
 
+/// How gather and scatter_add move rows: the indexed tensor is [outer, length, inner] around
+/// the axis, the gathered side [outer, count (the indices' elements), inner]; row j of each
+/// outer slice comes from row indices[j].
+struct IndexedLayout {
+  int64_t outer = 0, length = 0, inner = 0, count = 0;
+};
+/// That layout of `full` indexed along `axis` by `indices`, after checking that `gathered`
+/// is the gather's shape.
+std::string indexedLayout(DimsRef full, DimsRef indices, DimsRef gathered, int64_t axis,
+                          IndexedLayout &layout);
+
 /// The extents of attention over query [B, Hq, Tq, D], key [B, Hkv, Tk, D] and value
 /// [B, Hkv, Tk, Dv], with grouped-query heads (Hkv divides Hq); its result is
 /// [B, Hq, Tq, Dv]. Causal attention needs Tq = Tk.

@@ -119,43 +119,40 @@ void expand(const Args<T> &args) {
   });
 }
 
-/// The layout shared by gather and scatter_add: `full` is [outer, length, inner] around
-/// `axis`, the other side [outer, indices..., inner]. Returns {outer, length, inner} after
-/// checking the indices, which may count from the back as in ONNX Gather.
+/// The layout shared by gather and scatter_add (shapes::indexedLayout), with the
+/// indices read and checked: they may count from the back as in ONNX Gather.
 template <typename T>
-std::array<int64_t, 3> indexedLayout(const Args<T> &args, size_t indicesOperand, const Shape &full,
-                                     const Shape &gathered, std::vector<int64_t> &indices) {
-  if (full.empty())
-    args.fail("the indexed tensor must have rank 1 or more");
-  int64_t axis = args.axis("axis", full.size());
-  if (std::string error = gatheredShape(full, args.in(indicesOperand).shape, gathered, axis);
+IndexedLayout indexedLayout(const Args<T> &args, size_t indicesOperand, const Shape &full,
+                            const Shape &gathered, std::vector<int64_t> &indices) {
+  IndexedLayout layout;
+  int64_t axis = full.empty() ? 0 : args.axis("axis", full.size());
+  if (std::string error =
+          shapes::indexedLayout(full, args.in(indicesOperand).shape, gathered, axis, layout);
       !error.empty())
     args.fail(error);
-  int64_t length = full[axis];
   indices = args.ints(indicesOperand);
   for (size_t j = 0; j < indices.size(); ++j) {
-    if (indices[j] < -length || indices[j] >= length)
+    if (indices[j] < -layout.length || indices[j] >= layout.length)
       args.fail("index " + std::to_string(indices[j]) + " at position " + std::to_string(j) +
                 " is outside axis " + std::to_string(axis) + " of size " +
-                std::to_string(length));
+                std::to_string(layout.length));
     if (indices[j] < 0)
-      indices[j] += length;
+      indices[j] += layout.length;
   }
-  return {product(full, 0, axis), length, product(full, axis + 1, full.size())};
+  return layout;
 }
 
 template <typename T>
 void gather(const Args<T> &args) {
   args.expectCounts(2, 2, 1);
   std::vector<int64_t> indices;
-  auto [outer, length, inner] =
+  auto [outer, length, inner, count] =
       indexedLayout(args, 1, args.in(0).shape, args.out(0).shape, indices);
   if (args.in(0).isFloat != args.out(0).isFloat)
     args.fail("the input and the result differ in element kind");
-  auto copy = [&, outer = outer, length = length, inner = inner](auto member) {
+  auto copy = [&, outer = outer, length = length, inner = inner, count = count](auto member) {
     const auto &src = args.in(0).*member;
     auto &dst = args.out(0).*member;
-    int64_t count = static_cast<int64_t>(indices.size());
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < count; ++j)
         std::copy_n(src.begin() + (o * length + indices[j]) * inner, inner,
@@ -171,11 +168,10 @@ template <typename T>
 void scatterAdd(const Args<T> &args) {
   args.expectCounts(2, 2, 1);
   std::vector<int64_t> indices;
-  auto [outer, length, inner] =
+  auto [outer, length, inner, count] =
       indexedLayout(args, 0, args.out(0).shape, args.in(1).shape, indices);
   const std::vector<T> &grad = args.reals(1);
   std::vector<double> acc(static_cast<size_t>(args.out(0).size()), 0.0);
-  int64_t count = static_cast<int64_t>(indices.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < count; ++j) {
       double *dst = acc.data() + (o * length + indices[j]) * inner;

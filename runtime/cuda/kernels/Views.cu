@@ -278,25 +278,19 @@ void expand(const KernelArgs &args) {
   move(args, args.in(0), args.out(0), out, strides, 0, stridesOf(out), 0);
 }
 
-/// The layout shared by gather and scatter_add: the indexed tensor is [outer, length, inner]
-/// around the axis, the other side [outer, count (the indices' elements), inner].
-struct Indexed {
-  int64_t outer, length, inner, count;
-};
-
-/// Checks the shapes as the host does. The indices' values stay on the device, so the kernels
-/// check their range (ONNX Gather's negative indices count from the back) instead of failing.
-Indexed indexedLayout(const KernelArgs &args, size_t indicesOperand, const Shape &full,
-                      const Shape &gathered) {
-  const Shape &indexShape = args.in(indicesOperand).shape;
-  if (full.empty())
-    args.fail("the indexed tensor must have rank 1 or more");
-  int64_t axis = args.axis("axis", full.size());
-  if (std::string error = gatheredShape(full, indexShape, gathered, axis); !error.empty())
+/// The layout shared by gather and scatter_add (shapes::indexedLayout), checked as the
+/// host checks it. The indices' values stay on the device, so the kernels check their range
+/// (ONNX Gather's negative indices count from the back) instead of failing.
+IndexedLayout indexedLayout(const KernelArgs &args, size_t indicesOperand, const Shape &full,
+                            const Shape &gathered) {
+  IndexedLayout layout;
+  int64_t axis = full.empty() ? 0 : args.axis("axis", full.size());
+  if (std::string error =
+          shapes::indexedLayout(full, args.in(indicesOperand).shape, gathered, axis, layout);
+      !error.empty())
     args.fail(error);
   args.integer(indicesOperand);
-  return {product(full, 0, axis), full[axis], product(full, axis + 1, full.size()),
-          product(indexShape)};
+  return layout;
 }
 
 /// Marks a result element read through an index out of range so that it cannot pass
@@ -332,7 +326,7 @@ __global__ void gatherKernel(Ref indices, Ref result, Index count, Index length,
 void gather(const KernelArgs &args) {
   args.expectCounts(2, 2, 1);
   const DeviceTensor &in = args.in(0), &out = args.out(0);
-  Indexed layout = indexedLayout(args, 1, in.shape, out.shape);
+  IndexedLayout layout = indexedLayout(args, 1, in.shape, out.shape);
   if (in.isFloat() != out.isFloat())
     args.fail("the input and the result differ in element kind");
   int64_t n = out.size();
@@ -460,7 +454,7 @@ __global__ void scatterAddKernel(Ref indices, Ref updates, float *table, Ref res
 void scatterAdd(const KernelArgs &args) {
   args.expectCounts(2, 2, 1);
   const DeviceTensor &out = args.out(0);
-  Indexed layout = indexedLayout(args, 0, out.shape, args.in(1).shape);
+  IndexedLayout layout = indexedLayout(args, 0, out.shape, args.in(1).shape);
   const DeviceTensor &updates = args.real(1);
   const DeviceTensor &result = args.realResult(0);
   if (result.size() == 0)
