@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -121,6 +122,15 @@ int train(const Options &options) {
     pretrained = std::make_unique<SafetensorsArchive>(options.weights);
     pretrainedSources = matchPretrainedWeights(plan, *pretrained, weightsMap);
   }
+  // The token file is opened and every id checked against the vocabulary before any memory
+  // is taken for the state (a plan without inputs, checked on the device, reads none).
+  std::optional<TokenData> tokens;
+  std::optional<StepInputs> inputs;
+  if (needsData) {
+    tokens.emplace(options.data, options.dataDtype);
+    inputs.emplace(plan, options.padTokenId);
+    inputs->checkData(*tokens);
+  }
   auto startup = std::chrono::steady_clock::now();
   auto since = [](std::chrono::steady_clock::time_point begin) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -143,9 +153,8 @@ int train(const Options &options) {
                                                      : 3e-2;
   if (deviceCheck && !needsData)
     return kind.check(plan, state, {}, check, tolerance) <= tolerance ? 0 : 1;
-  TokenData data(options.data, options.dataDtype);
-  StepInputs stepInputs(plan, options.padTokenId);
-  stepInputs.checkData(data);
+  TokenData &data = *tokens;
+  StepInputs &stepInputs = *inputs;
   if (!resumeFrom.empty())
     resumeData(data, resumed, resumeFrom, options, checkpointBytes(state), resumeSeconds);
   printRunStart(options, plan, state, stepInputs, data, kind.name);
