@@ -32,7 +32,8 @@ bool leavesInFp32(Value value, llvm::DenseSet<Value> &seen) {
     if ((llvm::isa<AddOp>(user) || (llvm::isa<MatmulOp>(user) && use.getOperandNumber() == 2)) &&
         leavesInFp32(user->getResult(0), seen))
       return true;
-    if (llvm::isa<AwaitOp>(user) && leavesInFp32(user->getResult(use.getOperandNumber() - 1), seen))
+    if (llvm::isa<AwaitOp>(user) && use.getOperandNumber() > 0 && // 0: the token
+        leavesInFp32(user->getResult(use.getOperandNumber() - 1), seen))
       return true;
     if (auto call = llvm::dyn_cast<func::CallOp>(user)) {
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
@@ -119,10 +120,11 @@ bool producesDeviceValues(Operation *op) {
 llvm::SmallVector<Operation *> readersOf(Value value) {
   llvm::SmallVector<Operation *> readers;
   for (OpOperand &use : value.getUses()) {
-    if (llvm::isa<AwaitOp>(use.getOwner()))
-      readers.append(readersOf(use.getOwner()->getResult(use.getOperandNumber() - 1)));
+    Operation *user = use.getOwner();
+    if (llvm::isa<AwaitOp>(user) && use.getOperandNumber() > 0) // 0: the token
+      readers.append(readersOf(user->getResult(use.getOperandNumber() - 1)));
     else
-      readers.push_back(use.getOwner());
+      readers.push_back(user);
   }
   return readers;
 }

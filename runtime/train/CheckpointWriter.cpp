@@ -22,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 namespace mt {
@@ -138,8 +139,13 @@ struct CheckpointWriter::Flight {
   void run() {
     try {
       std::vector<std::thread> writers;
-      for (int w = 0; w < writerCount(); ++w)
-        writers.emplace_back([this] { writePieces(); });
+      try {
+        for (int w = 0; w < writerCount(); ++w)
+          writers.emplace_back([this] { writePieces(); });
+      } catch (const std::system_error &) { // no thread: those started still write
+        if (writers.empty())
+          throw;
+      }
       for (std::thread &writer : writers)
         writer.join();
       std::string failure;
@@ -177,6 +183,12 @@ struct CheckpointWriter::Flight {
         error = failure.what();
     }
     std::lock_guard<std::mutex> lock(mutex);
+    if (!error.empty()) { // a write that failed leaves no file behind to fill the disk
+      if (fd >= 0)
+        close(fd);
+      fd = -1;
+      removeCheckpoint(partial);
+    }
     seconds = secondsSince(start);
     done = true;
     changed.notify_all();
@@ -224,9 +236,12 @@ struct CheckpointWriter::Flight {
     } else if (!urgent.empty()) {
       changed.notify_all();
     }
+    // After a failure the checkpoint is abandoned, but a writer may still be reading a piece.
     const std::vector<int> &own = ofParameter[p];
     changed.wait(lock, [&] {
-      return !error.empty() || std::all_of(own.begin(), own.end(), [&](int i) { return safe(i); });
+      return std::all_of(own.begin(), own.end(), [&](int i) {
+        return safe(i) || (!error.empty() && states[i] != State::Writing);
+      });
     });
     heldSeconds += secondsSince(begin);
   }

@@ -42,6 +42,7 @@ void StepProfile::addKernel(const plan::Command &command, double ms) {
   family.ms += ms;
   family.flops += command.flops();
   family.bytes += command.bytes();
+  family.flopMs += command.flops() > 0 ? ms : 0;
   ++family.kernels;
 }
 
@@ -105,12 +106,14 @@ StepMeasureList StepProfile::measures() const {
 
 std::string StepProfile::calibrate(DeviceProfile &profile) const {
   std::string set;
+  // Work over the time of the kernels counted in that unit, as the cost model charges them.
   auto rate = [&](std::initializer_list<OpFamily> kinds, bool flops, double &into,
                   const char *what) {
     double ms = 0, work = 0;
     for (OpFamily kind : kinds) {
-      ms += (*this)[kind].ms;
-      work += flops ? (*this)[kind].flops : (*this)[kind].bytes;
+      const FamilyTime &time = (*this)[kind];
+      ms += flops ? time.flopMs : time.ms - time.flopMs;
+      work += flops ? time.flops : time.bytes;
     }
     if (ms <= 0 || work <= 0)
       return;
@@ -122,8 +125,9 @@ std::string StepProfile::calibrate(DeviceProfile &profile) const {
   };
   rate({OpFamily::Products, OpFamily::Loss}, true, profile.gemmFlopsPerSecond, "products");
   rate({OpFamily::Attention}, true, profile.attentionFlopsPerSecond, "attention");
-  rate({OpFamily::Norms, OpFamily::Rope, OpFamily::Elementwise}, false,
-       profile.memoryBytesPerSecond, "memory-bound kernels");
+  rate({OpFamily::Products, OpFamily::Attention, OpFamily::Norms, OpFamily::Rope,
+        OpFamily::Elementwise, OpFamily::Loss},
+       false, profile.memoryBytesPerSecond, "memory-bound kernels");
   return set;
 }
 

@@ -26,6 +26,9 @@ struct FamilyTime {
   double ms = 0;
   double flops = 0, bytes = 0; // the work counted for the kernels timed
   int64_t kernels = 0;
+  /// Of `ms`, the kernels counted in FLOPs (the rest are counted in bytes, as the cost model
+  /// charges them: a loss without its head, the key lengths of attention).
+  double flopMs = 0;
 };
 
 class StepProfile {
@@ -45,8 +48,8 @@ public:
   /// "_gbps" for families measured in bytes) for each family that ran.
   StepMeasureList measures() const;
   /// Sets `profile`'s kernel rates to what this step's kernels achieved, in the cost model's
-  /// units, for each kind that ran with work: products and the loss (the GEMM rate),
-  /// attention, and the memory-bound families (norms, rope, elementwise). Returns what it
+  /// units, for each kind that ran with work: the products and the fused loss (the GEMM
+  /// rate), attention, and every kernel counted in bytes (the memory rate). Returns what it
   /// set, as a line.
   std::string calibrate(DeviceProfile &profile) const;
 

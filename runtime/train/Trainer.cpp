@@ -198,6 +198,10 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     for (int64_t step = settings.resumed.step + 1; step <= steps && !stop; ++step) {
       auto start = std::chrono::steady_clock::now();
       currentStep = step;
+      // A checkpoint written beside the steps is reported (or its failure thrown) by the first
+      // step that starts after it ended.
+      if (settings.checkpoints)
+        reportCheckpoint(settings.checkpoints->poll());
       double lr = lrAt(step);
       // Gradient accumulation: the step's loss and gradients are the means over its
       // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
@@ -281,11 +285,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
       }
       report(record, std::chrono::steady_clock::now());
       reportedThrough = step;
-      if (settings.checkpoints) {
-        reportCheckpoint(settings.checkpoints->poll());
-        if (settles())
-          writeCheckpoint(step);
-      }
+      if (settings.checkpoints && settles())
+        writeCheckpoint(step);
       if (!outcome.nonFinite.empty())
         break;
     }
@@ -304,7 +305,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     if (settings.checkpoints)
       try {
         reportCheckpoint(settings.checkpoints->finish());
-      } catch (const std::exception &) { // the error being thrown is the one to report
+      } catch (const std::exception &failure) { // the error being thrown is the one to report
+        std::fprintf(stderr, "mt-run: %s\n", failure.what());
       }
     // The error names the step it stopped (the last checkpoint is that of an earlier one).
     try {

@@ -76,6 +76,7 @@ void writeCalibratedProfile(const Options &options, DeviceProfile profile,
   {
     std::ofstream out(temporary);
     out << deviceProfileJson(profile);
+    out.close(); // the bytes reach the file here: a full disk fails now, not after the rename
     if (!out)
       throw std::runtime_error("cannot write " + temporary);
   }
