@@ -1,0 +1,75 @@
+// Unit test of a step's profile (runtime/train/StepProfile): kernels summed by op family,
+// Waits what the compute families leave of the step, and the rates a device profile takes
+// from it, each over the time of the kernels counted in its unit.
+#include "runtime/train/StepProfile.h"
+#include "test/Unit/Expect.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+using mt::test::check;
+using mt::test::failures;
+
+mt::plan::Command command(const std::string &op, double flops, double bytes) {
+  mt::plan::Command c;
+  c.set_op(op);
+  c.set_flops(flops);
+  c.set_bytes(bytes);
+  return c;
+}
+
+bool near(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::fabs(b); }
+
+} // namespace
+
+int main() {
+  mt::StepProfile profile;
+  // Products: 2e12 FLOP in 4 ms. The loss: a fused loss (1e12 FLOP in 2 ms) and an unfused
+  // cross-entropy counted in bytes (1e9 bytes in 1 ms). Attention: 3e11 FLOP in 2 ms and its
+  // key lengths (1e6 bytes in 0.5 ms). Elementwise and norms: 3e9 bytes in 2 ms.
+  profile.addKernel(command("mt.linear", 1e12, 0), 1.5);
+  profile.addKernel(command("mt.matmul", 1e12, 0), 2.5);
+  profile.addKernel(command("mt.linear_cross_entropy", 1e12, 0), 2);
+  profile.addKernel(command("mt.cross_entropy", 0, 1e9), 1);
+  profile.addKernel(command("mt.attention", 3e11, 0), 2);
+  profile.addKernel(command("mt.key_lengths", 0, 1e6), 0.5);
+  profile.addKernel(command("mt.add", 0, 2e9), 1.5);
+  profile.addKernel(command("mt.rms_norm", 0, 1e9), 0.5);
+  profile.add(mt::OpFamily::Copies, 3, 1e9, 2); // beside the compute stream
+  profile.setStepMs(16);
+  check(profile[mt::OpFamily::Products].kernels == 2 && profile[mt::OpFamily::Loss].ms == 3,
+        "kernels by family");
+  check(near(profile[mt::OpFamily::Waits].ms, 16 - 11.5), "waits: what the compute families leave");
+  std::printf("families: kernels summed, waits the rest of the step\n");
+
+  mt::DeviceProfile device;
+  device.gemmFlopsPerSecond = 1;
+  device.attentionFlopsPerSecond = 1;
+  device.memoryBytesPerSecond = 1;
+  device.h2dBytesPerSecond = 7;
+  std::string set = profile.calibrate(device);
+  // GEMMs: 3e12 FLOP over the 6 ms of kernels counted in FLOPs (the cross-entropy's byte-bound
+  // millisecond is not theirs); attention 3e11 over 2 ms; memory: every byte-counted kernel,
+  // 1e9 + 1e6 + 2e9 + 1e9 bytes over 1 + 0.5 + 1.5 + 0.5 ms.
+  check(near(device.gemmFlopsPerSecond, 3e12 / 6e-3),
+        "GEMM rate " + std::to_string(device.gemmFlopsPerSecond));
+  check(near(device.attentionFlopsPerSecond, 3e11 / 2e-3),
+        "attention rate " + std::to_string(device.attentionFlopsPerSecond));
+  check(near(device.memoryBytesPerSecond, (4e9 + 1e6) / 3.5e-3),
+        "memory rate " + std::to_string(device.memoryBytesPerSecond));
+  check(device.h2dBytesPerSecond == 7, "copies leave the profile's copy rates alone");
+  check(set.find("products 500 TFLOP/s, attention 150 TFLOP/s, memory-bound kernels") == 0,
+        "the line: " + set);
+  std::printf("calibration: each rate over the time of the kernels counted in its unit\n");
+
+  // A step that timed no kernel sets nothing.
+  mt::DeviceProfile untouched = device;
+  check(mt::StepProfile().calibrate(untouched).empty() &&
+            untouched.gemmFlopsPerSecond == device.gemmFlopsPerSecond,
+        "an empty profile sets nothing");
+  std::printf("an empty profile sets nothing\n");
+  return failures ? 1 : 0;
+}
