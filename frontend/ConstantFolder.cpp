@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <array>
 #include <cmath>
 #include <functional>
 
@@ -16,22 +17,12 @@ constexpr int32_t kBool = 9;
 
 /// For each element of `out` (row-major), the element of `in` that broadcasts to it.
 std::vector<int64_t> broadcastSources(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out) {
-  Shape inStrides = stridesOf(in);
-  size_t lead = out.size() - in.size();
+  // The importer checked the broadcast (broadcastShape): these are the same rule's strides.
+  std::array<shapes::Dims, 1> strides;
+  shapes::broadcastStrides(in, out, strides[0]);
   std::vector<int64_t> sources(numElements(out));
-  Shape index(out.size(), 0);
-  for (int64_t linear = 0, e = sources.size(); linear < e; ++linear) {
-    int64_t source = 0;
-    for (size_t d = 0; d < in.size(); ++d)
-      if (in[d] != 1)
-        source += index[lead + d] * inStrides[d];
-    sources[linear] = source;
-    for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
-      if (++index[d] < out[d])
-        break;
-      index[d] = 0;
-    }
-  }
+  shapes::walk<1>(out, strides,
+                  [&](int64_t i, const std::array<int64_t, 1> &at) { sources[i] = at[0]; });
   return sources;
 }
 
@@ -187,16 +178,10 @@ HostTensor transposeTensor(const HostTensor &input, llvm::ArrayRef<int64_t> perm
   // The importer checked the permutation (transposeShape): this is the same rule's shape.
   shapes::Dims dims;
   shapes::transpose(input.shape, permutation, dims);
-  Shape shape(dims.begin(), dims.end());
-  HostTensor result = HostTensor::zeros(input.dataType, shape);
-  Shape inStrides = stridesOf(input.shape);
-  int64_t out = 0;
-  forEachIndex(shape, [&](llvm::ArrayRef<int64_t> index) {
-    int64_t source = 0;
-    for (size_t d = 0; d < index.size(); ++d)
-      source += index[d] * inStrides[permutation[d]];
-    copyElement(input, source, result, out++);
-  });
+  HostTensor result = HostTensor::zeros(input.dataType, Shape(dims.begin(), dims.end()));
+  shapes::walk<1>(
+      dims, {shapes::permutedStrides(input.shape, permutation)},
+      [&](int64_t i, const std::array<int64_t, 1> &at) { copyElement(input, at[0], result, i); });
   return result;
 }
 
@@ -268,6 +253,7 @@ HostTensor cumSumTensor(const HostTensor &input, int64_t axis, bool exclusive, b
 
 HostTensor sliceTensor(const HostTensor &input, llvm::ArrayRef<int64_t> starts,
                        llvm::ArrayRef<int64_t> limits, llvm::ArrayRef<int64_t> steps) {
+  // ONNX's slice: a step may be negative (the window runs backward from its start).
   Shape shape;
   for (size_t d = 0; d < input.shape.size(); ++d) {
     int64_t span = steps[d] > 0 ? limits[d] - starts[d] : starts[d] - limits[d];
@@ -275,13 +261,11 @@ HostTensor sliceTensor(const HostTensor &input, llvm::ArrayRef<int64_t> starts,
     shape.push_back(span <= 0 ? 0 : (span + step - 1) / step);
   }
   HostTensor result = HostTensor::zeros(input.dataType, shape);
-  Shape inStrides = stridesOf(input.shape);
-  int64_t out = 0;
-  forEachIndex(shape, [&](llvm::ArrayRef<int64_t> index) {
-    int64_t source = 0;
-    for (size_t d = 0; d < index.size(); ++d)
-      source += (starts[d] + index[d] * steps[d]) * inStrides[d];
-    copyElement(input, source, result, out++);
+  int64_t base = 0;
+  std::array<shapes::Dims, 1> strides;
+  shapes::windowStrides(input.shape, starts, steps, base, strides[0]);
+  shapes::walk<1>(shape, strides, [&](int64_t i, const std::array<int64_t, 1> &at) {
+    copyElement(input, base + at[0], result, i);
   });
   return result;
 }

@@ -21,20 +21,7 @@ inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   return shapes::strides(shape);
 }
 
-/// Sets `strides` to those of row-major `shape` read as `target` (0 on broadcast axes) and
-/// returns "", or returns why `shape` does not broadcast to `target`.
-inline std::string broadcastStrides(const std::vector<int64_t> &shape,
-                                    const std::vector<int64_t> &target,
-                                    std::vector<int64_t> &strides) {
-  if (std::string error = shapes::broadcastTo(shape, target); !error.empty())
-    return error;
-  std::vector<int64_t> own = stridesOf(shape);
-  strides.assign(target.size(), 0);
-  size_t lead = target.size() - shape.size();
-  for (size_t d = 0; d < shape.size(); ++d)
-    strides[lead + d] = shape[d] == 1 ? 0 : own[d];
-  return "";
-}
+using shapes::broadcastStrides;
 
 /// The window (starts, limits, steps) of `full`: sets `base` to the offset of its first
 /// element and `strides` to those of `window`'s elements in `full`, checking that `window`
@@ -51,13 +38,7 @@ inline std::string stridedWindow(const std::vector<int64_t> &full,
   if (sliced != window)
     return "the slice of " + shapes::format(full) + " is " + shapes::format(sliced) + ", not " +
            shapes::format(window);
-  std::vector<int64_t> fullStrides = stridesOf(full);
-  strides.assign(full.size(), 0);
-  base = 0;
-  for (size_t d = 0; d < full.size(); ++d) {
-    base += starts[d] * fullStrides[d];
-    strides[d] = steps[d] * fullStrides[d];
-  }
+  shapes::windowStrides(full, starts, steps, base, strides);
   return "";
 }
 

@@ -26,6 +26,34 @@ Dims strides(DimsRef shape) {
   return strides;
 }
 
+std::string broadcastStrides(DimsRef shape, DimsRef target, Dims &strides) {
+  if (std::string error = broadcastTo(shape, target); !error.empty())
+    return error;
+  Dims own = shapes::strides(shape);
+  strides.assign(target.size(), 0);
+  size_t lead = target.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d)
+    strides[lead + d] = shape[d] == 1 ? 0 : own[d];
+  return "";
+}
+
+Dims permutedStrides(DimsRef input, DimsRef permutation) {
+  Dims own = strides(input), permuted;
+  for (int64_t from : permutation)
+    permuted.push_back(own[from]);
+  return permuted;
+}
+
+void windowStrides(DimsRef full, DimsRef starts, DimsRef steps, int64_t &base, Dims &strides) {
+  Dims own = shapes::strides(full);
+  strides.assign(full.size(), 0);
+  base = 0;
+  for (size_t d = 0; d < full.size(); ++d) {
+    base += starts[d] * own[d];
+    strides[d] = steps[d] * own[d];
+  }
+}
+
 std::string broadcast(DimsRef lhs, DimsRef rhs, Dims &result) {
   size_t rank = std::max(lhs.size(), rhs.size());
   result.assign(rank, 1);

@@ -5,6 +5,7 @@
 #ifndef MT_TENSOR_SHAPES_H
 #define MT_TENSOR_SHAPES_H
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -73,6 +74,38 @@ struct IndexedLayout {
 /// is the gather's shape.
 std::string indexedLayout(DimsRef full, DimsRef indices, DimsRef gathered, int64_t axis,
                           IndexedLayout &layout);
+
+/// How an operand of shape `shape` is read as `target` under numpy broadcasting: its
+/// row-major strides, 0 on broadcast axes; "" or why it does not broadcast.
+std::string broadcastStrides(DimsRef shape, DimsRef target, Dims &strides);
+/// The strides of `input` in its transpose's axis order (`permutation` already checked).
+Dims permutedStrides(DimsRef input, DimsRef permutation);
+/// A window of `full` from `starts` by `steps` (a slice; a step may be negative in ONNX's):
+/// the offset of its first element and the strides of its axes in `full`.
+void windowStrides(DimsRef full, DimsRef starts, DimsRef steps, int64_t &base, Dims &strides);
+
+/// Calls body(i, offsets) for every element i of `shape` in row-major order, where
+/// offsets[k] is its position in operand k as addressed by strides[k]: how the host kernels
+/// and the ONNX constant folder walk views and broadcasts.
+template <size_t N, typename F>
+void walk(DimsRef shape, const std::array<Dims, N> &strides, F &&body) {
+  int64_t total = elements(shape);
+  size_t rank = shape.size();
+  Dims index(rank, 0);
+  std::array<int64_t, N> offsets{};
+  for (int64_t i = 0; i < total; ++i) {
+    body(i, offsets);
+    for (size_t d = rank; d-- > 0;) {
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] += strides[k][d];
+      if (++index[d] < shape[d])
+        break;
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] -= strides[k][d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
 
 /// The extents of attention over query [B, Hq, Tq, D], key [B, Hkv, Tk, D] and value
 /// [B, Hkv, Tk, Dv], with grouped-query heads (Hkv divides Hq); its result is

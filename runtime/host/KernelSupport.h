@@ -80,27 +80,7 @@ struct Args : CommandView<KernelError> {
   }
 };
 
-/// Calls body(index, offsets) for every element of `shape` in row-major order, where
-/// offsets[k] is the element's position in operand k as addressed by strides[k].
-template <size_t N, typename F>
-void walk(const Shape &shape, const std::array<std::vector<int64_t>, N> &strides, F &&body) {
-  int64_t total = product(shape);
-  size_t rank = shape.size();
-  std::vector<int64_t> index(rank, 0);
-  std::array<int64_t, N> offsets{};
-  for (int64_t i = 0; i < total; ++i) {
-    body(i, offsets);
-    for (size_t d = rank; d-- > 0;) {
-      for (size_t k = 0; k < N; ++k)
-        offsets[k] += strides[k][d];
-      if (++index[d] < shape[d])
-        break;
-      for (size_t k = 0; k < N; ++k)
-        offsets[k] -= strides[k][d] * shape[d];
-      index[d] = 0;
-    }
-  }
-}
+using shapes::walk;
 
 /// Runs body(begin, end) over [0, n) split into one contiguous range per core when the work
 /// (about n * workPerItem multiply-adds) pays for threads. Each index is computed by one

@@ -21,7 +21,6 @@ void transpose(const Args<T> &args) {
   std::vector<int64_t> permutation = args.attrInts("permutation");
   if (permutation.size() != in.size() || out.size() != in.size())
     args.fail("the permutation, input and result differ in rank");
-  std::vector<int64_t> inStrides = stridesOf(in), strides(in.size());
   std::vector<bool> seen(in.size(), false);
   for (size_t d = 0; d < permutation.size(); ++d) {
     int64_t from = permutation[d];
@@ -30,8 +29,8 @@ void transpose(const Args<T> &args) {
       args.fail("permutation entry " + std::to_string(d) + " = " + std::to_string(from) +
                 " does not map the input's shape to the result's");
     seen[from] = true;
-    strides[d] = inStrides[from];
   }
+  std::vector<int64_t> strides = shapes::permutedStrides(in, permutation);
   byElementKind(args, [&](auto member) {
     const auto &src = args.in(0).*member;
     auto &dst = args.out(0).*member;
