@@ -1,11 +1,12 @@
-// The device memory a step needs beside its arena. The scratch formulas follow the kernels in
-// runtime/cuda/kernels: a kernel that asks for more than its op's bound fails there.
+// The device memory a step needs beside its arena. The scratch formulas are the kernels' own
+// (plan/KernelScratch.h): a kernel that asks for more than its op's bound fails there.
 #include "passes/DeviceReserve.h"
 
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
 #include "passes/BufferLiveness.h"
 #include "plan/DeviceLayout.h"
+#include "plan/KernelScratch.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -60,32 +61,29 @@ int64_t kernelScratchBytes(Operation *op) {
   llvm::StringRef name = op->getName().getStringRef();
   int64_t floats = 0;
   if (name == "mt.reduce_sum" || name == "mt.reduce_mean" || name == "mt.reduce_max") {
-    floats = std::min(elements(op->getOperand(0)), elements(op->getResult(0)) * kMaxChunks);
+    floats = scratch::reductionPartials(elements(op->getOperand(0)), elements(op->getResult(0)));
   } else if (name == "mt.reduce_max_grad") {
-    // The maxima and tie counts per group, each reduced with its own partial sums.
-    int64_t groups = elements(op->getOperand(1));
-    floats = 2 * groups + 2 * std::min(elements(op->getOperand(0)), groups * kMaxChunks);
+    floats = scratch::reduceMaxGradFloats(elements(op->getOperand(0)), elements(op->getOperand(1)));
   } else if (name == "mt.rms_norm_grad" || name == "mt.layer_norm_grad") {
     Value x = op->getOperand(0);
-    int64_t d = std::max<int64_t>(lastDim(x), 1), rows = elements(x) / d;
-    int64_t copies = name == "mt.layer_norm_grad" ? 2 : 1;
-    floats = copies * (rows + std::min(d * kMaxChunks, elements(x)));
+    int64_t d = std::max<int64_t>(lastDim(x), 1);
+    floats = scratch::normGradFloats(elements(x) / d, d, name == "mt.layer_norm_grad");
   } else if (name == "mt.cross_entropy") {
-    // Each row's loss, and the count of rows whose targets count.
-    floats = elements(op->getOperand(1)) + 1;
+    floats = scratch::crossEntropyFloats(elements(op->getOperand(1)));
   } else if (name == "mt.cross_entropy_grad") {
     floats = 1;
   } else if (name == "mt.linear_cross_entropy" || name == "mt.linear_cross_entropy_grad") {
     // A chunk's fp32 logits (the gradient: made in place, then copied to bf16 for the
     // products), each row's loss and the count; an fp32 operand beside a bf16 one as bf16.
     bool grad = name == "mt.linear_cross_entropy_grad";
-    floats = chunkLogits(op) * (grad ? 2 : 1) + elements(op->getOperand(2)) + 1;
+    floats =
+        chunkLogits(op) * (grad ? 2 : 1) + scratch::crossEntropyFloats(elements(op->getOperand(2)));
     bool input = fp32OnDevice(op->getOperand(0)), head = fp32OnDevice(op->getOperand(1));
     if (input != head)
       floats += (elements(op->getOperand(input ? 0 : 1)) + 1) / 2;
   } else if (name == "mt.attention_grad") {
     Value query = op->getOperand(0);
-    floats = 2 * elements(query) / std::max<int64_t>(lastDim(query), 1);
+    floats = scratch::attentionGradFloats(elements(query) / std::max<int64_t>(lastDim(query), 1));
   } else if (name == "mt.scatter_add") {
     if (!fp32OnDevice(op->getResult(0)))
       floats = elements(op->getResult(0));

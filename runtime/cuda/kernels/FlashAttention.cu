@@ -3,6 +3,7 @@
 // every sum runs in a fixed order).
 #include "runtime/cuda/kernels/FlashAttention.h"
 
+#include "plan/KernelScratch.h"
 #include "runtime/cuda/kernels/Access.cuh"
 
 #include <cuda_bf16.h>
@@ -780,7 +781,7 @@ bool flashAttentionGrad(const KernelArgs &args, const AttentionDims &a) {
     int64_t rows = a.batch * a.queryHeads * a.queries;
     float *lse = nullptr, *delta = nullptr;
     if (rows > 0) {
-      lse = static_cast<float *>(args.scratch(2 * sizeof(float) * rows));
+      lse = static_cast<float *>(args.scratch(sizeof(float) * scratch::attentionGradFloats(rows)));
       delta = lse + rows;
       int64_t blocks = a.batch * a.queryHeads * tilesOf(a.queries);
       constexpr size_t bytes = QueryGradLayout<D>::bytes;

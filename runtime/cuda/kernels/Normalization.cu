@@ -2,6 +2,7 @@
 // cross_entropy and linear_cross_entropy with their gradients, in fp32 with fixed-order
 // reductions so runs reproduce.
 #include "plan/DeviceLayout.h"
+#include "plan/KernelScratch.h"
 #include "runtime/KernelShapes.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/kernels/Access.cuh"
@@ -843,7 +844,8 @@ void crossEntropy(const KernelArgs &args) {
     args.fail("the result must be a scalar");
   Ref logits = args.real(0).ref(), targets = args.integer(1).ref();
   Ref loss = args.realResult(0).ref();
-  float *losses = scratchFloats(args, positions + 1), *counted = losses + positions;
+  float *losses = scratchFloats(args, scratch::crossEntropyFloats(positions)),
+        *counted = losses + positions;
   if (positions > 0) {
     crossEntropyRowsKernel<<<gridFor(positions), lineThreads(v), 0, args.stream>>>(
         logits, targets, positions, v, losses);
@@ -931,7 +933,8 @@ void linearCrossEntropy(const KernelArgs &args) {
   cudaDataType_t type = productInputType(args);
   const void *x = operandAs(args, 0, type), *w = operandAs(args, 1, type);
   float *logits = scratchFloats(args, loss.chunk * loss.v);
-  float *losses = scratchFloats(args, loss.rows + 1), *counted = losses + loss.rows;
+  float *losses = scratchFloats(args, scratch::crossEntropyFloats(loss.rows)),
+        *counted = losses + loss.rows;
   Ref targets = args.integer(2).ref();
   for (int64_t first = 0; first < loss.rows && loss.v > 0; first += loss.chunk) {
     int64_t count = std::min(loss.chunk, loss.rows - first);

@@ -1,5 +1,6 @@
 // The fused transformer kernels on the device: embedding lookup, rotary embedding and
 // grouped-query attention (flash-style, online softmax, O(T) memory), with the gradients.
+#include "plan/KernelScratch.h"
 #include "runtime/KernelShapes.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/FlashAttention.h"
@@ -566,7 +567,7 @@ void attentionGrad(const KernelArgs &args) {
     int64_t rows = a.batch * a.queryHeads * a.queries;
     float *lse = nullptr, *delta = nullptr;
     if (rows > 0) {
-      lse = static_cast<float *>(args.scratch(2 * sizeof(float) * rows));
+      lse = static_cast<float *>(args.scratch(sizeof(float) * scratch::attentionGradFloats(rows)));
       delta = lse + rows;
       int64_t blocks = a.batch * a.queryHeads * ((a.queries + kWarps - 1) / kWarps);
       size_t bytes = sizeof(float) * (kTile * (a.depth + 1) + kTile * (a.valueDepth + 1) +

@@ -1,0 +1,38 @@
+// The scratch (device memory beside the arena) that kernels take, in floats: one formula for
+// the CUDA kernels that take it and the compiler that reserves it (passes/DeviceReserve).
+#ifndef MT_PLAN_KERNELSCRATCH_H
+#define MT_PLAN_KERNELSCRATCH_H
+
+#include "plan/DeviceLayout.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mt::scratch {
+
+/// A reduction of `elements` into `groups` results that splits each group's extent into
+/// chunks: at most kMaxChunks partial results a group, never more than the elements.
+inline int64_t reductionPartials(int64_t elements, int64_t groups) {
+  return std::min(elements, groups * kMaxChunks);
+}
+
+/// reduce_max_grad: each group's maximum and count of ties, each reduced with its partials.
+inline int64_t reduceMaxGradFloats(int64_t elements, int64_t groups) {
+  return 2 * groups + 2 * reductionPartials(elements, groups);
+}
+
+/// rms_norm_grad over rows of d: each row's statistic, then the weight gradient's partials;
+/// layer_norm_grad twice that (the means beside, the bias gradient's partials).
+inline int64_t normGradFloats(int64_t rows, int64_t d, bool layerNorm) {
+  return (layerNorm ? 2 : 1) * (rows + reductionPartials(rows * d, d));
+}
+
+/// A cross-entropy over `positions`: each one's loss, then the count of those that count.
+inline int64_t crossEntropyFloats(int64_t positions) { return positions + 1; }
+
+/// attention_grad: each query row's log-sum-exp and delta (rows: batch x heads x queries).
+inline int64_t attentionGradFloats(int64_t rows) { return 2 * rows; }
+
+} // namespace mt::scratch
+
+#endif // MT_PLAN_KERNELSCRATCH_H
