@@ -316,11 +316,23 @@ void CheckpointWriter::begin(const HostState &state, const CheckpointInfo &info,
     throw std::runtime_error(systemError("cannot make", f.partial));
   f.statePath = f.partial + "/" + kStateFile;
   f.fd = open(f.statePath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (f.fd < 0)
-    throw std::runtime_error(systemError("cannot write", f.statePath));
-  if (ftruncate(f.fd, totalBytes(segments)) != 0)
-    throw std::runtime_error(systemError("cannot size", f.statePath));
-  f.coordinator = std::thread([&f] { f.run(); });
+  std::string failure = f.fd < 0 ? systemError("cannot write", f.statePath)
+                        : ftruncate(f.fd, totalBytes(segments)) != 0
+                            ? systemError("cannot size", f.statePath)
+                            : "";
+  if (failure.empty())
+    try {
+      f.coordinator = std::thread([&f] { f.run(); });
+    } catch (const std::system_error &error) {
+      failure = std::string("cannot start the checkpoint's writer: ") + error.what();
+    }
+  if (!failure.empty()) { // nothing left behind: the folder of a write that never began
+    if (f.fd >= 0)
+      close(f.fd);
+    f.fd = -1;
+    removeCheckpoint(f.partial);
+    throw std::runtime_error(failure);
+  }
   std::lock_guard<std::mutex> lock(guard);
   flight = std::move(write);
 }
