@@ -80,18 +80,18 @@ int64_t kernelScratchBytes(Operation *op) {
         chunkLogits(op) * (grad ? 2 : 1) + scratch::crossEntropyFloats(elements(op->getOperand(2)));
     bool input = fp32OnDevice(op->getOperand(0)), head = fp32OnDevice(op->getOperand(1));
     if (input != head)
-      floats += (elements(op->getOperand(input ? 0 : 1)) + 1) / 2;
+      floats += (scratch::bf16CopyBytes(elements(op->getOperand(input ? 0 : 1))) + 3) / 4;
   } else if (name == "mt.attention_grad") {
     Value query = op->getOperand(0);
     floats = scratch::attentionGradFloats(elements(query) / std::max<int64_t>(lastDim(query), 1));
   } else if (name == "mt.scatter_add") {
     if (!fp32OnDevice(op->getResult(0)))
-      floats = elements(op->getResult(0));
+      floats = scratch::scatterAddFloats(elements(op->getResult(0)));
   } else if (name == "mt.matmul" || name == "mt.linear") {
     // A product of two fp32 operands runs in fp32; otherwise fp32 operands are copied to bf16.
     bool lhs = fp32OnDevice(op->getOperand(0)), rhs = fp32OnDevice(op->getOperand(1));
     if (lhs != rhs)
-      return elements(op->getOperand(lhs ? 0 : 1)) * 2 + kRoundingSlack;
+      return scratch::bf16CopyBytes(elements(op->getOperand(lhs ? 0 : 1))) + kRoundingSlack;
   }
   return floats ? floats * 4 + kRoundingSlack : 0;
 }

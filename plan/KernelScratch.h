@@ -33,6 +33,12 @@ inline int64_t crossEntropyFloats(int64_t positions) { return positions + 1; }
 /// attention_grad: each query row's log-sum-exp and delta (rows: batch x heads x queries).
 inline int64_t attentionGradFloats(int64_t rows) { return 2 * rows; }
 
+/// scatter_add into a result not stored in fp32: an fp32 table of the result to sum into.
+inline int64_t scatterAddFloats(int64_t resultElements) { return resultElements; }
+
+/// A product's fp32 operand beside a bf16 one, copied to bf16, in bytes.
+inline int64_t bf16CopyBytes(int64_t elements) { return elements * 2; }
+
 } // namespace mt::scratch
 
 #endif // MT_PLAN_KERNELSCRATCH_H

@@ -1,6 +1,7 @@
 // Matrix products (mt.matmul, mt.linear) through the one cuBLASLt owner: bf16 operands, fp32
 // accumulation, results in the storage the plan gives them (bf16 activations, fp32
 // gradients bound for the host).
+#include "plan/KernelScratch.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/TensorCopy.h"
 #include "runtime/cuda/kernels/Access.cuh"
@@ -168,7 +169,7 @@ const void *operandAs(const KernelArgs &args, size_t operand, cudaDataType_t typ
   const DeviceTensor &tensor = args.real(operand);
   if (tensor.storage == (type == CUDA_R_32F ? Storage::F32 : Storage::BF16))
     return tensor.data;
-  void *converted = args.scratch(tensor.size() * 2);
+  void *converted = args.scratch(scratch::bf16CopyBytes(tensor.size()));
   convertToBf16(args, tensor.ref(), converted, tensor.size());
   return converted;
 }

@@ -1,5 +1,6 @@
 // Data movement on the device, the port of runtime/host/Views.cpp: reshape, transpose, slice
 // and its gradient pad, concat, expand, gather and its gradient scatter_add.
+#include "plan/KernelScratch.h"
 #include "runtime/KernelShapes.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/kernels/Access.cuh"
@@ -460,7 +461,8 @@ void scatterAdd(const KernelArgs &args) {
   if (result.size() == 0)
     return;
   bool convert = result.storage != Storage::F32;
-  float *table = convert ? static_cast<float *>(args.scratch(result.size() * sizeof(float)))
+  float *table = convert ? static_cast<float *>(args.scratch(
+                               scratch::scatterAddFloats(result.size()) * sizeof(float)))
                          : static_cast<float *>(result.data);
   int threads = static_cast<int>(std::min<int64_t>(kThreads, (layout.inner + 31) / 32 * 32));
   int64_t tiles = (layout.inner + threads - 1) / threads;
