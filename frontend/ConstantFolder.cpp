@@ -26,27 +26,6 @@ std::vector<int64_t> broadcastSources(llvm::ArrayRef<int64_t> in, llvm::ArrayRef
   return sources;
 }
 
-/// Visits every element of `shape` in row-major order with its multi-index.
-void forEachIndex(llvm::ArrayRef<int64_t> shape, const std::function<void(llvm::ArrayRef<int64_t>)> &visit) {
-  int64_t count = numElements(shape);
-  Shape index(shape.size(), 0);
-  for (int64_t linear = 0; linear < count; ++linear) {
-    visit(index);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-    }
-  }
-}
-
-int64_t linearIndex(llvm::ArrayRef<int64_t> index, llvm::ArrayRef<int64_t> strides) {
-  int64_t linear = 0;
-  for (size_t d = 0; d < index.size(); ++d)
-    linear += index[d] * strides[d];
-  return linear;
-}
-
 /// Copies element `from` of `src` into element `to` of `dst` without a round trip through
 /// double for integers.
 void copyElement(const HostTensor &src, int64_t from, HostTensor &dst, int64_t to) {
@@ -276,14 +255,13 @@ HostTensor concatTensors(llvm::ArrayRef<HostTensor> inputs, int64_t axis) {
   for (const HostTensor &input : inputs)
     shape[axis] += input.shape[axis];
   HostTensor result = HostTensor::zeros(inputs.front().dataType, shape);
-  Shape outStrides = stridesOf(shape);
+  // Each input is the window of the result from its offset along the axis.
+  std::array<shapes::Dims, 1> outStrides = {shapes::strides(shape)};
   int64_t offset = 0;
   for (const HostTensor &input : inputs) {
-    int64_t in = 0;
-    forEachIndex(input.shape, [&](llvm::ArrayRef<int64_t> index) {
-      Shape target(index);
-      target[axis] += offset;
-      copyElement(input, in++, result, linearIndex(target, outStrides));
+    int64_t base = offset * outStrides[0][axis];
+    shapes::walk<1>(input.shape, outStrides, [&](int64_t i, const std::array<int64_t, 1> &at) {
+      copyElement(input, i, result, base + at[0]);
     });
     offset += input.shape[axis];
   }
@@ -293,13 +271,12 @@ HostTensor concatTensors(llvm::ArrayRef<HostTensor> inputs, int64_t axis) {
 HostTensor triluTensor(const HostTensor &input, int64_t k, bool upper) {
   HostTensor result = HostTensor::zeros(input.dataType, input.shape);
   size_t rank = input.shape.size();
-  int64_t i = 0;
-  forEachIndex(input.shape, [&](llvm::ArrayRef<int64_t> index) {
-    int64_t row = index[rank - 2], column = index[rank - 1];
+  int64_t rows = input.shape[rank - 2], columns = input.shape[rank - 1];
+  for (int64_t i = 0, e = input.size(); i < e; ++i) {
+    int64_t row = i / columns % rows, column = i % columns;
     if (upper ? column - row >= k : column - row <= k)
       copyElement(input, i, result, i);
-    ++i;
-  });
+  }
   return result;
 }
 

@@ -49,7 +49,7 @@ struct CheckpointWriter::Flight {
   enum class State : uint8_t { Pending, Copying, Writing, Written };
 
   // Set by begin, then read only.
-  CheckpointInfo info;
+  int64_t step = 0;
   std::string target, partial, statePath, manifest; // manifest: all but the checksum
   int fd = -1;
   int keep = 1;
@@ -272,7 +272,7 @@ void CheckpointWriter::begin(const HostState &state, const CheckpointInfo &info,
   auto write = std::make_shared<Flight>();
   Flight &f = *write;
   f.start = Clock::now();
-  f.info = info;
+  f.step = info.step;
   f.keep = keep;
   f.folder = folder;
   f.copyBudget = std::max<int64_t>(0, copyBytes);
@@ -364,9 +364,9 @@ std::optional<CheckpointWriter::Written> CheckpointWriter::end(bool wait) {
   }
   std::lock_guard<std::mutex> lock(write->mutex); // an update may still be leaving release()
   if (!write->error.empty())
-    throw std::runtime_error("checkpoint of step " + std::to_string(write->info.step) + ": " +
+    throw std::runtime_error("checkpoint of step " + std::to_string(write->step) + ": " +
                              write->error);
-  return Written{write->info.step, write->target, totalBytes(write->pieces), write->seconds,
+  return Written{write->step, write->target, totalBytes(write->pieces), write->seconds,
                  write->heldSeconds};
 }
 
