@@ -6,13 +6,14 @@
 # Writes $OUT/bench.md (the table, with ratios) and $OUT/bench.tar.gz (every log and metrics
 # file, and per row a device profile: the machine's --calibrate with the row's kernel rates
 # written in by --profile-into, for mtc --target to predict the row from). BENCH_ROWS (a regex over row names) runs a subset; BENCH_PEERS=0 leaves the peers out;
-# BENCH_STEPS sets mt's steps a row (default 5; the first is left out of the medians).
+# BENCH_STEPS sets mt's steps a row (default 5; the first is left out of the medians); MT_RUN
+# another mt-run (a build before a change, carried beside, for the same rows in one call).
 set -uo pipefail
 final="${OUT:-/tmp/mt-device-bench}"
 out=$(mktemp -d)
 mkdir -p "$final"
 trap 'tar czf "$final/bench.tar.gz" -C "$out" .' EXIT
-run=build/tools/mt-run
+run=${MT_RUN:-build/tools/mt-run}
 plans=build/device
 steps=${BENCH_STEPS:-5}
 

@@ -1,6 +1,5 @@
-// Flash attention on tensor cores: bf16 products (the forward on mma.sync, the gradients on
-// WMMA) with fp32 accumulation, online softmax, O(T) memory, deterministic (no atomics;
-// every sum runs in a fixed order).
+// Flash attention on tensor cores: bf16 products (mma.sync m16n8k16) with fp32 accumulation,
+// online softmax, O(T) memory, deterministic (no atomics; every sum runs in a fixed order).
 #include "runtime/cuda/kernels/FlashAttention.h"
 
 #include "plan/KernelScratch.h"
@@ -8,7 +7,6 @@
 
 #include <cuda_bf16.h>
 #include <math_constants.h>
-#include <mma.h>
 
 #include <cstdint>
 #include <cstring>
@@ -17,7 +15,6 @@
 namespace mt::cuda {
 namespace {
 
-namespace wmma = nvcuda::wmma;
 using bf16 = __nv_bfloat16;
 
 constexpr unsigned kAllLanes = 0xffffffffu;
@@ -25,58 +22,22 @@ constexpr unsigned kAllLanes = 0xffffffffu;
 // A block owns 64 rows of one side (queries forward and for dq, keys for dk and dv) and
 // walks tiles of 64 rows of the other side, staged in shared memory as bf16.
 constexpr int kTile = 64;
-/// One WMMA tile high: each warp of the forward and dq kernels owns a strip of 16 rows.
+/// One product tile high: each warp of the forward and dq kernels owns a strip of 16 rows.
 constexpr int kStrip = 16;
 constexpr int kWarps = kTile / kStrip;
-/// The dk/dv kernel gives each strip two warps, each taking half of every product.
+/// The dk/dv kernel gives each strip two warps, each taking half of the queries of a tile
+/// for P^T and dS^T and half of the depth for the products.
 constexpr int kKeyWarps = 2 * kWarps;
-// Shared row strides: WMMA wants multiples of 8 bf16 (4 floats); the padding beyond the
-// 64 or D columns moves consecutive rows onto other banks.
-constexpr int kScoreStride = kTile + 4; // fp32 [kStrip][kTile] score strips
-constexpr int kProbStride = kTile + 8;  // bf16 [.][kTile] probability strips
-template <int D>
-constexpr int kRowStride = D + 8; // bf16 [kTile][D] tiles
-
-using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major>;
-/// B read as the transpose of row-major rows: the k (or v) tile for q k^T (or g v^T).
-using FragBT = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major>;
-using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major>;
-using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-static_assert(Accumulator::num_elements == 8, "Positions packs 8 elements");
+// Shared row strides, in bf16: ldmatrix reads rows of 16 bytes, and the 8 beyond the 64 or D
+// columns move consecutive rows onto other banks.
+constexpr int kProbStride = kTile + 8;             // [.][kTile] probability strips
+template <int D> constexpr int kRowStride = D + 8; // [kTile][D] tiles
 
 __host__ __device__ int64_t tilesOf(int64_t rows) { return (rows + kTile - 1) / kTile; }
 
 /// How many of a tile's `count` rows lie before `limit` (counted from the tile's start).
 __device__ __forceinline__ int rowsBefore(int64_t limit, int count) {
   return limit <= 0 ? 0 : limit < count ? static_cast<int>(limit) : count;
-}
-
-/// Where the elements a lane holds of an Accumulator lie in its 16 x 16 tile, 4 bits each.
-/// WMMA leaves the layout opaque (the same for every fragment of the type), so it is read
-/// back once from a loaded tile whose entries are their own positions.
-struct Positions {
-  uint32_t rows = 0, cols = 0;
-  __device__ int row(int i) const { return rows >> (4 * i) & 15; }
-  __device__ int col(int i) const { return cols >> (4 * i) & 15; }
-};
-
-/// All threads of the block call it; `scratch` is 256 floats of shared memory, free again
-/// on return.
-__device__ Positions fragmentPositions(float *scratch) {
-  for (int e = threadIdx.x; e < 256; e += blockDim.x)
-    scratch[e] = static_cast<float>(e);
-  __syncthreads();
-  Accumulator tile;
-  wmma::load_matrix_sync(tile, scratch, 16, wmma::mem_row_major);
-  __syncthreads();
-  Positions at;
-#pragma unroll
-  for (int i = 0; i < Accumulator::num_elements; ++i) {
-    auto e = static_cast<uint32_t>(tile.x[i]);
-    at.rows |= e / 16 << (4 * i);
-    at.cols |= e % 16 << (4 * i);
-  }
-  return at;
 }
 
 /// Starts copying 16 bytes from global `from` to shared `to` without a trip through
@@ -108,212 +69,21 @@ __device__ __forceinline__ void landCopies() {
   __syncthreads();
 }
 
-/// The 16 x D strip at `rows` (a shared tile's rows) as A fragments.
-template <int D>
-__device__ __forceinline__ void loadStrip(FragA (&strip)[D / 16], const bf16 *rows) {
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-    wmma::load_matrix_sync(strip[kk], rows + kk * 16, kRowStride<D>);
+/// Closes the group of copies this thread started; waits until at most `pending` of its
+/// groups are still landing.
+__device__ __forceinline__ void commitCopies() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int pending> __device__ __forceinline__ void awaitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
-// The products below finish one 16 x 16 fragment before the next: fewer live registers.
-
-/// Leaves in `scores` ([kStrip][kScoreStride] fp32) the dot products of the strip's rows
-/// (as A fragments) with the 64 rows of `tile`.
-template <int D>
-__device__ __forceinline__ void storeScores(float *scores, const FragA (&strip)[D / 16],
-                                            const bf16 *tile) {
-#pragma unroll
-  for (int n = 0; n < kTile / 16; ++n) {
-    Accumulator s;
-    wmma::fill_fragment(s, 0.0f);
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      FragBT b;
-      wmma::load_matrix_sync(b, tile + n * 16 * kRowStride<D> + kk * 16, kRowStride<D>);
-      wmma::mma_sync(s, strip[kk], b, s);
-    }
-    wmma::store_matrix_sync(scores + n * 16, s, kScoreStride, wmma::mem_row_major);
-  }
-}
-
-/// out = the dot products of 16 rows of a shared tile with 16 rows of another (both
-/// kRowStride<D> apart).
-template <int D>
-__device__ __forceinline__ void dotRows(Accumulator &out, const bf16 *rows, const bf16 *others) {
-  wmma::fill_fragment(out, 0.0f);
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    FragA a;
-    FragBT b;
-    wmma::load_matrix_sync(a, rows + kk * 16, kRowStride<D>);
-    wmma::load_matrix_sync(b, others + kk * 16, kRowStride<D>);
-    wmma::mma_sync(out, a, b, out);
-  }
-}
-
-/// acc[n] += weights (16 x 64 bf16, rows kProbStride apart) times columns 16n.. of the 64
-/// rows of `tile` (already offset to its first column).
-template <int D, int N>
-__device__ __forceinline__ void accumulateProducts(Accumulator (&acc)[N], const bf16 *weights,
-                                                   const bf16 *tile) {
-#pragma unroll
-  for (int kk = 0; kk < kTile / 16; ++kk) {
-    FragA w;
-    wmma::load_matrix_sync(w, weights + kk * 16, kProbStride);
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      FragB b;
-      wmma::load_matrix_sync(b, tile + kk * 16 * kRowStride<D> + n * 16, kRowStride<D>);
-      wmma::mma_sync(acc[n], w, b, acc[n]);
-    }
-  }
-}
-
-/// Multiplies row r of every accumulator of a strip by factor[r].
-template <int N>
-__device__ __forceinline__ void scaleRows(Accumulator (&acc)[N], const float *factor,
-                                          Positions at) {
-  float f[Accumulator::num_elements];
-#pragma unroll
-  for (int i = 0; i < Accumulator::num_elements; ++i)
-    f[i] = factor[at.row(i)];
-#pragma unroll
-  for (int n = 0; n < N; ++n)
-#pragma unroll
-    for (int i = 0; i < Accumulator::num_elements; ++i)
-      acc[n].x[i] *= f[i];
-}
-
-/// Writes the first `rows` rows of a strip (acc[n] holding columns 16n..) times `factor`
-/// into rows `width` apart from element `first` of `out`.
-template <int N>
-__device__ __forceinline__ void storeRows(Ref out, int64_t first, int width, int rows,
-                                          const Accumulator (&acc)[N], Positions at,
-                                          float factor) {
-#pragma unroll
-  for (int n = 0; n < N; ++n)
-#pragma unroll
-    for (int i = 0; i < Accumulator::num_elements; ++i)
-      if (at.row(i) < rows)
-        storeReal(out, first + int64_t(at.row(i)) * width + n * 16 + at.col(i),
-                  acc[n].x[i] * factor);
-}
-
-// The row-wise passes over a warp's 16 x 64 score strip give each row two lanes, 16 apart,
-// each taking 32 consecutive columns in float4 reads: every quarter warp then covers the 32
-// banks once (rows 68 floats apart start 4 banks on).
-
-/// Four scores of a lane's row.
-__device__ __forceinline__ void readQuad(float (&to)[4], const float *from) {
-  float4 quad = *reinterpret_cast<const float4 *>(from);
-  to[0] = quad.x;
-  to[1] = quad.y;
-  to[2] = quad.z;
-  to[3] = quad.w;
-}
-
-/// Writes four weights of a lane's row as bf16, in one 8-byte store.
-__device__ __forceinline__ void writeQuad(bf16 *to, const float (&from)[4]) {
-  __nv_bfloat162 low = __floats2bfloat162_rn(from[0], from[1]),
-                 high = __floats2bfloat162_rn(from[2], from[3]);
-  uint2 packed;
-  memcpy(&packed.x, &low, sizeof low);
-  memcpy(&packed.y, &high, sizeof high);
-  *reinterpret_cast<uint2 *>(to) = packed;
-}
-
-/// The columns [lower, limit) of a lane's 32 in a tile that its row sees: from its window's
-/// first key to its last visible one.
-struct Columns {
-  int lower, limit;
-
-  /// For a row seeing keys [from, to) in the tile from key t0, in the half `half` of it.
-  __device__ static Columns of(int64_t from, int64_t to, int64_t t0, int half) {
-    auto clamp = [](int64_t c) { return static_cast<int>(c < 0 ? 0 : c > 32 ? 32 : c); };
-    return {clamp(from - t0 - 32 * half), clamp(to - t0 - 32 * half)};
-  }
-  __device__ bool has(int column) const { return column >= lower && column < limit; }
-};
-
-/// The row's maximum over `runningMax` and its logits in the tile, given the lane's 32
-/// products (from `cells` on), of which `seen` are visible.
-__device__ __forceinline__ float rowMax(const float *cells, Columns seen, const AttentionDims &a,
-                                        float runningMax) {
-  float tileMax = -CUDART_INF_F;
-#pragma unroll
-  for (int quad = 0; quad < 8; ++quad) {
-    float cell[4];
-    readQuad(cell, cells + 4 * quad);
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (seen.has(4 * quad + j))
-        tileMax = fmaxf(tileMax, a.logit(cell[j]));
-  }
-  return fmaxf(runningMax, fmaxf(tileMax, __shfl_xor_sync(kAllLanes, tileMax, 16)));
-}
-
-/// A row's sum from its two lanes' halves: both lanes get the same bits (a + b == b + a), so
-/// they keep identical running statistics.
-__device__ __forceinline__ float rowSum(float half) {
-  return half + __shfl_xor_sync(kAllLanes, half, 16);
-}
-
-/// The factor that moves sums taken under `runningMax` to `next`. A row that has seen no
-/// key yet (only a padding row past the queries) stays at -inf, and its sums at 0.
-__device__ __forceinline__ float correctionFor(float runningMax, float next) {
-  return next == -CUDART_INF_F ? 1.0f : __expf(runningMax - next);
-}
-
-// Shared memory of each kernel as byte offsets, every piece 32-byte aligned for WMMA. Each
-// kernel's __launch_bounds__ asks for the blocks its shared memory lets an SM (228 KiB)
-// hold, so that registers limit no further, except where that would leave fewer than 128
-// registers a thread: the forward at depth 64 (4 of 6) and the dk/dv kernel (2).
-
-template <int D>
-struct ForwardLayout {
-  static constexpr size_t tile = sizeof(bf16) * kTile * kRowStride<D>;
-  /// Two stages of key and value tiles, the next pair landing while the warps multiply the
-  /// last; the queries are staged in the first key tile before the walk starts.
-  static constexpr size_t keys = 0, values = keys + 2 * tile;
-  static constexpr size_t bytes = values + 2 * tile;
-  static_assert(values % 32 == 0);
-};
-
-template <int D>
-struct QueryGradLayout {
-  static constexpr size_t tile = sizeof(bf16) * kTile * kRowStride<D>;
-  static constexpr size_t keys = 0, values = keys + tile;
-  /// Per warp: scores and dots [kStrip][kScoreStride], slopes (dS) [kStrip][kProbStride].
-  static constexpr size_t scores = values + tile;
-  static constexpr size_t dots = scores + sizeof(float) * kWarps * kStrip * kScoreStride;
-  static constexpr size_t slopes = dots + sizeof(float) * kWarps * kStrip * kScoreStride;
-  static constexpr size_t bytes = slopes + sizeof(bf16) * kWarps * kStrip * kProbStride;
-  static_assert(values % 32 == 0 && scores % 32 == 0 && dots % 32 == 0 && slopes % 32 == 0);
-};
-
-template <int D>
-struct KeyGradLayout {
-  static constexpr size_t tile = sizeof(bf16) * kTile * kRowStride<D>;
-  static constexpr size_t keys = 0, values = keys + tile, queries = values + tile;
-  static constexpr size_t grads = queries + tile;
-  /// The query tile's lse and delta [kTile] each.
-  static constexpr size_t stats = grads + tile;
-  /// P^T and dS^T of the block's keys against the query tile, [kTile][kProbStride] each.
-  static constexpr size_t probs = stats + sizeof(float) * 2 * kTile;
-  static constexpr size_t slopes = probs + sizeof(bf16) * kTile * kProbStride;
-  static constexpr size_t bytes = slopes + sizeof(bf16) * kTile * kProbStride;
-  static_assert(values % 32 == 0 && queries % 32 == 0 && grads % 32 == 0 && stats % 32 == 0 &&
-                probs % 32 == 0 && slopes % 32 == 0);
-  static_assert(sizeof(float) * 256 <= sizeof(bf16) * kTile * kProbStride,
-                "fragmentPositions borrows probs");
-};
-
-// The forward keeps every product in registers (mma.sync m16n8k16, fragments read from
-// shared tiles by ldmatrix): a warp's 16 x 64 scores never leave them, and its
-// probabilities become the A fragments of the P V product as they lie, FlashAttention-2's
+// Every product keeps its tile in registers (mma.sync m16n8k16, fragments read from shared
+// tiles by ldmatrix): a warp's 16 x 64 scores never leave them, and its probabilities (or
+// dS) become the A fragments of the next product as they lie, FlashAttention-2's
 // arrangement. A lane holds, of each 16 x 8 accumulator, rows lane / 4 and lane / 4 + 8 at
-// columns 2 (lane % 4) and the next.
+// columns 2 (lane % 4) and the next: element e of tile n is row lane / 4 + 8 (e / 2),
+// column 8 n + 2 (lane % 4) + e % 2.
 
 /// c += a b for one m16n8k16 tile: a 16 x 16 bf16 A fragment, b 16 x 8 bf16 (b0, b1).
 __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
@@ -339,6 +109,51 @@ __device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const bf16 *row) 
                  : "r"(address));
 }
 
+/// The A fragment of columns 16 kk.. of the 16 rows from `rows` (`stride` bf16 apart).
+template <int stride>
+__device__ __forceinline__ void loadRows(uint32_t (&a)[4], const bf16 *rows, int kk) {
+  const int lane = threadIdx.x % 32;
+  loadMatrices<false>(a, rows + (lane % 16) * stride + kk * 16 + lane / 16 * 8);
+}
+
+/// s[n] += the dot products of 16 rows (A fragments from `rowsAt(kk, a)`, D deep) with rows
+/// 8n.. of `tile` (kRowStride<D> apart): scores q k^T, or g v^T.
+template <int D, int N, typename RowsAt>
+__device__ __forceinline__ void dotTile(float (&s)[N][4], RowsAt &&rowsAt, const bf16 *tile) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t a[4];
+    rowsAt(kk, a);
+#pragma unroll
+    for (int n = 0; n < N; n += 2) {
+      uint32_t b[4];
+      loadMatrices<false>(b, tile + (n * 8 + lane % 8 + lane / 16 * 8) * kRowStride<D> + kk * 16 +
+                                 lane / 8 % 2 * 8);
+      mma16816(s[n], a, b[0], b[1]);
+      mma16816(s[n + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+/// acc[n] += weights (16 x 64, A fragments) times columns 8n.. of the 64 rows of `tile`
+/// (kRowStride<D> apart, already offset to its first column): p v, ds k, p^T g, ds^T q.
+template <int D, int N>
+__device__ __forceinline__ void
+addProducts(float (&acc)[N][4], const uint32_t (&weights)[kTile / 16][4], const bf16 *tile) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < kTile / 16; ++kk)
+#pragma unroll
+    for (int n = 0; n < N; n += 2) {
+      uint32_t b[4];
+      loadMatrices<true>(b, tile + (kk * 16 + lane % 8 + lane / 8 % 2 * 8) * kRowStride<D> + n * 8 +
+                                lane / 16 * 8);
+      mma16816(acc[n], weights[kk], b[0], b[1]);
+      mma16816(acc[n + 1], weights[kk], b[2], b[3]);
+    }
+}
+
 /// Two floats as the bf16 pair of one register, the first in the low half.
 __device__ __forceinline__ uint32_t packPair(float low, float high) {
   __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
@@ -347,13 +162,15 @@ __device__ __forceinline__ uint32_t packPair(float low, float high) {
   return bits;
 }
 
-/// Closes the group of copies this thread started; waits until at most `pending` of its
-/// groups are still landing.
-__device__ __forceinline__ void commitCopies() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int pending> __device__ __forceinline__ void awaitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+/// A strip's 16 x 64 values in accumulator layout as the A fragments of a product over the
+/// 64 columns: the registers m16n8k16 reads, with no trip through shared memory.
+__device__ __forceinline__ void packWeights(uint32_t (&weights)[kTile / 16][4],
+                                            const float (&s)[kTile / 8][4]) {
+#pragma unroll
+  for (int n = 0; n < kTile / 8; ++n) {
+    weights[n / 2][n % 2 * 2] = packPair(s[n][0], s[n][1]);
+    weights[n / 2][n % 2 * 2 + 1] = packPair(s[n][2], s[n][3]);
+  }
 }
 
 /// The maximum of a row's value over the four lanes that hold it.
@@ -367,6 +184,134 @@ __device__ __forceinline__ float quadSum(float x) {
   return x + __shfl_xor_sync(kAllLanes, x, 2);
 }
 
+/// The factor that moves sums taken under `runningMax` to `next`. A row that has seen no
+/// key yet (only a padding row past the queries) stays at -inf, and its sums at 0.
+__device__ __forceinline__ float correctionFor(float runningMax, float next) {
+  return next == -CUDART_INF_F ? 1.0f : __expf(runningMax - next);
+}
+
+/// Writes the lane's part of a strip of 16 rows (acc[n] holding columns 8n..) times
+/// `factor` into rows `width` apart from element `corner` of `out`, the first `rows` rows.
+template <int N>
+__device__ __forceinline__ void storeStrip(Ref out, int64_t corner, int64_t width, int rows,
+                                           const float (&acc)[N][4], float factor) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = lane / 4 + 8 * h;
+    if (row >= rows)
+      continue;
+    const int64_t at = corner + row * width + 2 * (lane % 4);
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      storeReal(out, at + n * 8, acc[n][2 * h] * factor);
+      storeReal(out, at + n * 8 + 1, acc[n][2 * h + 1] * factor);
+    }
+  }
+}
+
+/// The key tiles of the forward and dq kernels, two stages deep: stage(t0, buffer) starts
+/// copying the tile from key t0 (its first `seen - t0` rows) into buffer 0 or 1; walk(body)
+/// calls body(t0, keyTile, valueTile) for each tile of [start, seen) once it has landed, the
+/// next tile landing meanwhile.
+template <int D> struct KeyTiles {
+  bf16 *keys, *values; // two tiles each
+  const bf16 *k, *v;   // the key/value head's first row
+  int64_t start, seen;
+
+  static constexpr int tileElements = kTile * kRowStride<D>;
+
+  __device__ __forceinline__ void stage(int64_t t0, int buffer) const {
+    const int count = rowsBefore(seen - t0, kTile);
+    stageTile<D>(keys + buffer * tileElements, k + t0 * D, count);
+    stageTile<D>(values + buffer * tileElements, v + t0 * D, count);
+    commitCopies();
+  }
+
+  template <typename Body> __device__ __forceinline__ void walk(Body &&body) const {
+    if (start < seen)
+      stage(start, 0);
+    int buffer = 0;
+    for (int64_t t0 = start; t0 < seen; t0 += kTile, buffer ^= 1) {
+      if (t0 + kTile < seen) {
+        stage(t0 + kTile, buffer ^ 1);
+        awaitCopies<1>();
+      } else {
+        awaitCopies<0>();
+      }
+      __syncthreads(); // every thread's copies of this tile have landed
+      body(t0, keys + buffer * tileElements, values + buffer * tileElements);
+      __syncthreads(); // every warp is done with this stage before the next copy over it
+    }
+  }
+};
+
+// Shared memory of each kernel as byte offsets, every piece 16-byte aligned for ldmatrix
+// and cp.async. Each kernel's __launch_bounds__ asks for the blocks its shared memory lets
+// an SM (228 KiB) hold, so that registers limit no further, except where that would leave
+// fewer than 128 registers a thread: the forward at depth 64 (4 of 6).
+
+template <int D>
+struct ForwardLayout {
+  static constexpr size_t tile = sizeof(bf16) * kTile * kRowStride<D>;
+  /// Two stages of key and value tiles, the next pair landing while the warps multiply the
+  /// last; the queries are staged in the first key tile before the walk starts.
+  static constexpr size_t keys = 0, values = keys + 2 * tile;
+  static constexpr size_t bytes = values + 2 * tile;
+  static_assert(values % 16 == 0);
+};
+
+template <int D>
+struct QueryGradLayout {
+  static constexpr size_t tile = sizeof(bf16) * kTile * kRowStride<D>;
+  /// The block's queries and output gradients, then two stages of key and value tiles.
+  static constexpr size_t queries = 0, grads = queries + tile;
+  static constexpr size_t keys = grads + tile, values = keys + 2 * tile;
+  static constexpr size_t bytes = values + 2 * tile;
+  static_assert(tile % 16 == 0);
+};
+
+template <int D>
+struct KeyGradLayout {
+  static constexpr size_t tile = sizeof(bf16) * kTile * kRowStride<D>;
+  static constexpr size_t keys = 0, values = keys + tile, queries = values + tile;
+  static constexpr size_t grads = queries + tile;
+  /// The query tile's lse and delta [kTile] each.
+  static constexpr size_t stats = grads + tile;
+  /// P^T and dS^T of the block's keys against the query tile, [kTile][kProbStride] each.
+  static constexpr size_t probs = stats + sizeof(float) * 2 * kTile;
+  static constexpr size_t slopes = probs + sizeof(bf16) * kTile * kProbStride;
+  static constexpr size_t bytes = slopes + sizeof(bf16) * kTile * kProbStride;
+  static_assert(tile % 16 == 0 && stats % 16 == 0 && probs % 16 == 0 && slopes % 16 == 0);
+};
+
+/// The rows of a 64-row block a lane's two rows (lane / 4 and lane / 4 + 8 of its warp's
+/// strip) are, and which keys each sees.
+struct LaneRows {
+  int strip;          // the first row's place in the block
+  int64_t visible[2]; // keys [lowest, visible) are visible
+  int64_t lowest[2];
+
+  __device__ LaneRows(const AttentionDims &a, int64_t head, int64_t first) {
+    strip = threadIdx.x / 32 * kStrip + threadIdx.x % 32 / 4;
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = first + strip + 8 * h;
+      visible[h] = row < a.queries ? a.visible(head, row) : 0;
+      lowest[h] = a.firstVisible(row);
+    }
+  }
+
+  /// Whether the row of element e of an accumulator tile sees `key`.
+  __device__ bool sees(int e, int64_t key) const {
+    return key >= lowest[e / 2] && key < visible[e / 2];
+  }
+};
+
+/// The key of element e of accumulator tile n in a tile from key t0.
+__device__ __forceinline__ int64_t keyOf(int64_t t0, int n, int e) {
+  return t0 + n * 8 + 2 * (threadIdx.x % 4) + e % 2;
+}
+
 /// out = softmax(scale q k^T) v for 64 queries of one head, a strip of 16 per warp. Per key
 /// tile the warp scores its strip into registers, runs the online softmax there (running
 /// max and sum per row, each row's over the four lanes that hold it) and adds the bf16
@@ -377,11 +322,10 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
     flashForward(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                  const bf16 *__restrict__ v, Ref out, AttentionDims a) {
   using L = ForwardLayout<D>;
-  constexpr int stride = kRowStride<D>, tileElements = kTile * stride;
   extern __shared__ __align__(128) unsigned char shared[];
   bf16 *keys = reinterpret_cast<bf16 *>(shared + L::keys);
   bf16 *values = reinterpret_cast<bf16 *>(shared + L::values);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
 
   // The row tiles that see the most keys (causal: the last) run first, so that the short
   // ones fill the device's tail.
@@ -396,56 +340,29 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
   uint32_t query[D / 16][4];
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    loadMatrices<false>(query[kk],
-                        keys + (warp * kStrip + lane % 16) * stride + kk * 16 + lane / 16 * 8);
+    loadRows<kRowStride<D>>(query[kk], keys + warp * kStrip * kRowStride<D>, kk);
   __syncthreads(); // the query tile is read before the first key tile lands on it
 
-  // This lane's two rows: what each sees, from its window's first key.
-  const int strip = warp * kStrip + lane / 4;
-  int64_t visible[2], lowest[2];
-  for (int h = 0; h < 2; ++h) {
-    const int64_t row = first + strip + 8 * h;
-    visible[h] = row < a.queries ? a.visible(head, row) : 0;
-    lowest[h] = a.firstVisible(row);
-  }
+  const LaneRows mine(a, head, first);
   // Key tiles past what the block's last row sees (above the diagonal, or padding) and
   // before its first row's window are skipped.
-  const int64_t seen = a.visible(head, first + rows - 1);
-  const int64_t start = a.firstVisible(first);
-  auto stage = [&](int64_t t0, int buffer) {
-    const int count = rowsBefore(seen - t0, kTile);
-    stageTile<D>(keys + buffer * tileElements, k + (kvFirst + t0) * D, count);
-    stageTile<D>(values + buffer * tileElements, v + (kvFirst + t0) * D, count);
-    commitCopies();
-  };
-  if (start < seen)
-    stage(start, 0);
-
+  const KeyTiles<D> tiles{keys,
+                          values,
+                          k + kvFirst * D,
+                          v + kvFirst * D,
+                          a.firstVisible(first),
+                          a.visible(head, first + rows - 1)};
   float runningMax[2] = {-CUDART_INF_F, -CUDART_INF_F}, total[2] = {0.0f, 0.0f};
   float acc[D / 8][4] = {};
-  int buffer = 0;
-  for (int64_t t0 = start; t0 < seen; t0 += kTile, buffer ^= 1) {
-    if (t0 + kTile < seen) {
-      stage(t0 + kTile, buffer ^ 1);
-      awaitCopies<1>();
-    } else {
-      awaitCopies<0>();
-    }
-    __syncthreads(); // every thread's copies of this tile have landed
-    const bf16 *keyTile = keys + buffer * tileElements;
-    const bf16 *valueTile = values + buffer * tileElements;
-
+  tiles.walk([&](int64_t t0, const bf16 *keyTile, const bf16 *valueTile) {
     float s[kTile / 8][4] = {};
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-#pragma unroll
-      for (int n = 0; n < kTile / 8; n += 2) {
-        uint32_t b[4];
-        loadMatrices<false>(b, keyTile + (n * 8 + lane % 8 + lane / 16 * 8) * stride + kk * 16 +
-                                   lane / 8 % 2 * 8);
-        mma16816(s[n], query[kk], b[0], b[1]);
-        mma16816(s[n + 1], query[kk], b[2], b[3]);
-      }
+    dotTile<D>(
+        s,
+        [&](int kk, uint32_t(&frag)[4]) {
+          for (int i = 0; i < 4; ++i)
+            frag[i] = query[kk][i];
+        },
+        keyTile);
 
     // Logits where the row sees the key, -inf elsewhere; then the online softmax.
     float tileMax[2] = {-CUDART_INF_F, -CUDART_INF_F};
@@ -453,10 +370,8 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
     for (int n = 0; n < kTile / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int h = e / 2;
-        const int64_t key = t0 + n * 8 + 2 * (lane % 4) + e % 2;
-        s[n][e] = key >= lowest[h] && key < visible[h] ? a.logit(s[n][e]) : -CUDART_INF_F;
-        tileMax[h] = fmaxf(tileMax[h], s[n][e]);
+        s[n][e] = mine.sees(e, keyOf(t0, n, e)) ? a.logit(s[n][e]) : -CUDART_INF_F;
+        tileMax[e / 2] = fmaxf(tileMax[e / 2], s[n][e]);
       }
     float correction[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -465,18 +380,14 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
       correction[h] = correctionFor(runningMax[h], next);
       runningMax[h] = next;
     }
-    uint32_t weights[kTile / 16][4];
 #pragma unroll
-    for (int n = 0; n < kTile / 8; ++n) {
+    for (int n = 0; n < kTile / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int h = e / 2;
         s[n][e] = s[n][e] == -CUDART_INF_F ? 0.0f : __expf(s[n][e] - runningMax[h]);
         sum[h] += s[n][e];
       }
-      weights[n / 2][n % 2 * 2] = packPair(s[n][0], s[n][1]);
-      weights[n / 2][n % 2 * 2 + 1] = packPair(s[n][2], s[n][3]);
-    }
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       total[h] = total[h] * correction[h] + quadSum(sum[h]);
@@ -485,39 +396,30 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         acc[n][e] *= correction[e / 2];
-
-#pragma unroll
-    for (int kk = 0; kk < kTile / 16; ++kk)
-#pragma unroll
-      for (int n = 0; n < D / 8; n += 2) {
-        uint32_t b[4];
-        loadMatrices<true>(b, valueTile + (kk * 16 + lane % 8 + lane / 8 % 2 * 8) * stride + n * 8 +
-                                  lane / 16 * 8);
-        mma16816(acc[n], weights[kk], b[0], b[1]);
-        mma16816(acc[n + 1], weights[kk], b[2], b[3]);
-      }
-    __syncthreads(); // every warp is done with this stage before the next copy over it
-  }
+    uint32_t weights[kTile / 16][4];
+    packWeights(weights, s);
+    addProducts<D>(acc, weights, valueTile);
+  });
   // No visible key (keys == 0) leaves the row zero, as on the host.
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    if (strip + 8 * h >= rows)
-      continue;
     const float factor = total[h] > 0.0f ? 1.0f / total[h] : 0.0f;
-    const int64_t at = (head * a.queries + first + strip + 8 * h) * D + 2 * (lane % 4);
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
-      storeReal(out, at + n * 8, acc[n][2 * h] * factor);
-      storeReal(out, at + n * 8 + 1, acc[n][2 * h + 1] * factor);
+      acc[n][2 * h] *= factor;
+      acc[n][2 * h + 1] *= factor;
     }
   }
+  storeStrip(out, (head * a.queries + first + warp * kStrip) * D, D, rows - warp * kStrip, acc,
+             1.0f);
 }
 
-/// Gradient kernel 1, 64 queries of one head, a strip per warp as in the forward. A first
-/// sweep over the visible key tiles recomputes each row's logsumexp and
+/// Gradient kernel 1, 64 queries of one head, a strip per warp as in the forward, scores in
+/// registers. A first walk over the visible key tiles recomputes each row's logsumexp and
 /// delta = sum_j p_j (g . v_j) (= g . out) online and writes both to fp32
 /// [batch * query heads * queries] for kernel 2; the second accumulates
-/// dq = scale * sum_j p_j (g . v_j - delta) k_j, the bf16 dS strip times the key tile.
+/// dq = scale * sum_j p_j (g . v_j - delta) k_j: the strip's bf16 dS, as A fragments, times
+/// the key tile.
 template <int D>
 __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
     flashQueryGrad(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
@@ -526,113 +428,121 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
   using L = QueryGradLayout<D>;
   extern __shared__ __align__(128) unsigned char shared[];
   const int warp = threadIdx.x / 32;
-  bf16 *keys = reinterpret_cast<bf16 *>(shared + L::keys);
-  bf16 *values = reinterpret_cast<bf16 *>(shared + L::values);
-  float *scores = reinterpret_cast<float *>(shared + L::scores) + warp * kStrip * kScoreStride;
-  float *dots = reinterpret_cast<float *>(shared + L::dots) + warp * kStrip * kScoreStride;
-  bf16 *slopes = reinterpret_cast<bf16 *>(shared + L::slopes) + warp * kStrip * kProbStride;
+  const bf16 *queries =
+      reinterpret_cast<bf16 *>(shared + L::queries) + warp * kStrip * kRowStride<D>;
+  const bf16 *grads = reinterpret_cast<bf16 *>(shared + L::grads) + warp * kStrip * kRowStride<D>;
 
   const int64_t rowBlocks = tilesOf(a.queries);
-  const int64_t head = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kTile;
+  const int64_t head = blockIdx.x / rowBlocks;
+  const int64_t first = (rowBlocks - 1 - blockIdx.x % rowBlocks) * kTile;
   const int rows = rowsBefore(a.queries - first, kTile);
   const int64_t kvFirst = a.kvHeadOf(head) * a.keys;
-  const Positions at = fragmentPositions(reinterpret_cast<float *>(values));
 
-  stageTile<D>(keys, q + (head * a.queries + first) * D, rows);
-  stageTile<D>(values, g + (head * a.queries + first) * D, rows);
+  stageTile<D>(reinterpret_cast<bf16 *>(shared + L::queries), q + (head * a.queries + first) * D,
+               rows);
+  stageTile<D>(reinterpret_cast<bf16 *>(shared + L::grads), g + (head * a.queries + first) * D,
+               rows);
   landCopies();
-  FragA query[D / 16], grad[D / 16];
-  loadStrip<D>(query, keys + warp * kStrip * kRowStride<D>);
-  loadStrip<D>(grad, values + warp * kStrip * kRowStride<D>);
 
-  const int lane = threadIdx.x % 32, cellRow = lane % kStrip, cellHalf = lane / kStrip;
-  const float *scoreCells = scores + cellRow * kScoreStride + cellHalf * 32;
-  const float *dotCells = dots + cellRow * kScoreStride + cellHalf * 32;
-  bf16 *slopeCells = slopes + cellRow * kProbStride + cellHalf * 32;
-  const int64_t row = first + warp * kStrip + cellRow;
-  const int64_t visible = row < a.queries ? a.visible(head, row) : 0;
-  const int64_t lowest = a.firstVisible(row), start = a.firstVisible(first);
-  const int64_t seen = a.visible(head, first + rows - 1);
-
-  // Stages key tile t0 and leaves the strip's scores q.k_j and dots g.v_j against it in the
-  // warp's buffers; returns which of the lane's 32 columns of the tile its row sees.
-  auto scoreTile = [&](int64_t t0) {
-    const int count = rowsBefore(seen - t0, kTile);
-    __syncthreads();
-    stageTile<D>(keys, k + (kvFirst + t0) * D, count);
-    stageTile<D>(values, v + (kvFirst + t0) * D, count);
-    landCopies();
-    storeScores<D>(scores, query, keys);
-    storeScores<D>(dots, grad, values);
-    __syncwarp();
-    return Columns::of(lowest, visible, t0, cellHalf);
+  const LaneRows mine(a, head, first);
+  const KeyTiles<D> tiles{reinterpret_cast<bf16 *>(shared + L::keys),
+                          reinterpret_cast<bf16 *>(shared + L::values),
+                          k + kvFirst * D,
+                          v + kvFirst * D,
+                          a.firstVisible(first),
+                          a.visible(head, first + rows - 1)};
+  // The strip's scores q.k_j (as logits, -inf where the row does not see key j) and dots
+  // g.v_j against a key tile.
+  auto score = [&](float(&s)[kTile / 8][4], float(&dp)[kTile / 8][4], int64_t t0,
+                   const bf16 *keyTile, const bf16 *valueTile) {
+    dotTile<D>(
+        s, [&](int kk, uint32_t(&frag)[4]) { loadRows<kRowStride<D>>(frag, queries, kk); },
+        keyTile);
+    dotTile<D>(
+        dp, [&](int kk, uint32_t(&frag)[4]) { loadRows<kRowStride<D>>(frag, grads, kk); },
+        valueTile);
+#pragma unroll
+    for (int n = 0; n < kTile / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[n][e] = mine.sees(e, keyOf(t0, n, e)) ? a.logit(s[n][e]) : -CUDART_INF_F;
   };
 
-  float runningMax = -CUDART_INF_F, total = 0.0f, weighted = 0.0f;
-  for (int64_t t0 = start; t0 < seen; t0 += kTile) {
-    const Columns mine = scoreTile(t0);
-    const float next = rowMax(scoreCells, mine, a, runningMax);
-    const float correction = correctionFor(runningMax, next);
-    float sum = 0.0f, dotSum = 0.0f;
+  float runningMax[2] = {-CUDART_INF_F, -CUDART_INF_F}, total[2] = {0.0f, 0.0f},
+        weighted[2] = {0.0f, 0.0f};
+  tiles.walk([&](int64_t t0, const bf16 *keyTile, const bf16 *valueTile) {
+    float s[kTile / 8][4] = {}, dp[kTile / 8][4] = {};
+    score(s, dp, t0, keyTile, valueTile);
+    float tileMax[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
-    for (int quad = 0; quad < 8; ++quad) {
-      float score[4], dot[4];
-      readQuad(score, scoreCells + 4 * quad);
-      readQuad(dot, dotCells + 4 * quad);
+    for (int n = 0; n < kTile / 8; ++n)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        float p = mine.has(4 * quad + j) ? __expf(a.logit(score[j]) - next) : 0.0f;
-        sum += p;
-        dotSum += p * dot[j];
+      for (int e = 0; e < 4; ++e)
+        tileMax[e / 2] = fmaxf(tileMax[e / 2], s[n][e]);
+    float next[2], sum[2] = {0.0f, 0.0f}, dotSum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      next[h] = fmaxf(runningMax[h], quadMax(tileMax[h]));
+#pragma unroll
+    for (int n = 0; n < kTile / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2;
+        const float p = s[n][e] == -CUDART_INF_F ? 0.0f : __expf(s[n][e] - next[h]);
+        sum[h] += p;
+        dotSum[h] += p * dp[n][e];
       }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float correction = correctionFor(runningMax[h], next[h]);
+      total[h] = total[h] * correction + quadSum(sum[h]);
+      weighted[h] = weighted[h] * correction + quadSum(dotSum[h]);
+      runningMax[h] = next[h];
     }
-    total = total * correction + rowSum(sum);
-    weighted = weighted * correction + rowSum(dotSum);
-    runningMax = next;
-  }
+  });
   // Rows that see no key (padding, or keys == 0) get finite statistics nobody reads.
-  const bool any = total > 0.0f;
-  const float rowLse = any ? runningMax + logf(total) : 0.0f;
-  const float rowDelta = any ? weighted / total : 0.0f;
-  if (cellHalf == 0 && row < a.queries) {
-    lse[head * a.queries + row] = rowLse;
-    delta[head * a.queries + row] = rowDelta;
+  float rowLse[2], rowDelta[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const bool any = total[h] > 0.0f;
+    rowLse[h] = any ? runningMax[h] + logf(total[h]) : 0.0f;
+    rowDelta[h] = any ? weighted[h] / total[h] : 0.0f;
+    const int64_t row = first + mine.strip + 8 * h;
+    if (threadIdx.x % 4 == 0 && row < a.queries) {
+      lse[head * a.queries + row] = rowLse[h];
+      delta[head * a.queries + row] = rowDelta[h];
+    }
   }
 
-  Accumulator acc[D / 16];
+  float acc[D / 8][4] = {};
+  tiles.walk([&](int64_t t0, const bf16 *keyTile, const bf16 *valueTile) {
+    float s[kTile / 8][4] = {}, dp[kTile / 8][4] = {};
+    score(s, dp, t0, keyTile, valueTile);
 #pragma unroll
-  for (int n = 0; n < D / 16; ++n)
-    wmma::fill_fragment(acc[n], 0.0f);
-  for (int64_t t0 = start; t0 < seen; t0 += kTile) {
-    const Columns mine = scoreTile(t0);
+    for (int n = 0; n < kTile / 8; ++n)
 #pragma unroll
-    for (int quad = 0; quad < 8; ++quad) {
-      float score[4], dot[4], ds[4];
-      readQuad(score, scoreCells + 4 * quad);
-      readQuad(dot, dotCells + 4 * quad);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float logit = a.logit(score[j]);
-        ds[j] = mine.has(4 * quad + j)
-                    ? __expf(logit - rowLse) * (dot[j] - rowDelta) * a.slope(logit)
-                    : 0.0f;
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2;
+        const float logit = s[n][e];
+        s[n][e] = logit == -CUDART_INF_F
+                      ? 0.0f
+                      : __expf(logit - rowLse[h]) * (dp[n][e] - rowDelta[h]) * a.slope(logit);
       }
-      writeQuad(slopeCells + 4 * quad, ds);
-    }
-    __syncwarp();
-    accumulateProducts<D>(acc, slopes, keys);
-  }
-  storeRows(dq, (head * a.queries + first + warp * kStrip) * D, D, rows - warp * kStrip, acc,
-            at, a.scale);
+    uint32_t slopes[kTile / 16][4];
+    packWeights(slopes, s);
+    addProducts<D>(acc, slopes, keyTile);
+  });
+  storeStrip(dq, (head * a.queries + first + warp * kStrip) * D, D, rows - warp * kStrip, acc,
+             a.scale);
 }
 
 /// Gradient kernel 2, 64 keys of one key/value head: over the query heads of its group in
 /// order and the query tiles that see its keys (from the block's first key on when causal)
 /// in order, dv_j = sum_i p_ij g_i and dk_j = scale * sum_i p_ij (g_i . v_j - delta_i) q_i,
 /// p_ij = exp(scale q_i . k_j - lse_i). Summing the group's heads here keeps grouped-query
-/// gradients free of atomics. Per query tile the warps first build P^T and dS^T (each a
-/// 16-key strip against half of the queries, elementwise on the fragments), then add the
-/// products (each a strip against half of the depth) to accumulators held to the end.
+/// gradients free of atomics. Per query tile each warp scores its 16 keys against half of
+/// the queries in registers and leaves P^T and dS^T in shared memory as bf16; then it adds
+/// the products of its strip with half of the depth to accumulators held to the end.
 template <int D>
 __global__ void __launch_bounds__(kKeyWarps * 32, 2)
     flashKeyGrad(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
@@ -640,6 +550,7 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
                  const float *__restrict__ lse, const float *__restrict__ delta, Ref dk, Ref dv,
                  AttentionDims a) {
   using L = KeyGradLayout<D>;
+  constexpr int stride = kRowStride<D>;
   extern __shared__ __align__(128) unsigned char shared[];
   bf16 *keys = reinterpret_cast<bf16 *>(shared + L::keys);
   bf16 *values = reinterpret_cast<bf16 *>(shared + L::values);
@@ -648,17 +559,19 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
   float *tileLse = reinterpret_cast<float *>(shared + L::stats), *tileDelta = tileLse + kTile;
   bf16 *probs = reinterpret_cast<bf16 *>(shared + L::probs);
   bf16 *slopes = reinterpret_cast<bf16 *>(shared + L::slopes);
-  const int warp = threadIdx.x / 32, strip = warp % kWarps, part = warp / kWarps;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int strip = warp % kWarps, part = warp / kWarps;
 
   const int64_t rowBlocks = tilesOf(a.keys);
   const int64_t kvHead = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kTile;
   const int rows = rowsBefore(a.keys - first, kTile);
   // Keys from the sequence's length on are padding, seen by no query: zero gradients.
   const int live = rowsBefore(a.keysOf(kvHead / a.kvHeads) - first, kTile);
-  const Positions at = fragmentPositions(reinterpret_cast<float *>(probs));
   stageTile<D>(keys, k + (kvHead * a.keys + first) * D, rows);
   stageTile<D>(values, v + (kvHead * a.keys + first) * D, rows);
   landCopies();
+  const bf16 *keyStrip = keys + strip * kStrip * stride;
+  const bf16 *valueStrip = values + strip * kStrip * stride;
 
   const int64_t group = a.queryHeads / a.kvHeads;
   const int64_t firstHead = kvHead / a.kvHeads * a.queryHeads + kvHead % a.kvHeads * group;
@@ -668,12 +581,7 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
   const int64_t end = a.window > 0 && first + rows - 1 + a.window < a.queries
                           ? first + rows - 1 + a.window
                           : a.queries;
-  Accumulator dkAcc[D / 32], dvAcc[D / 32];
-#pragma unroll
-  for (int n = 0; n < D / 32; ++n) {
-    wmma::fill_fragment(dkAcc[n], 0.0f);
-    wmma::fill_fragment(dvAcc[n], 0.0f);
-  }
+  float dkAcc[D / 16][4] = {}, dvAcc[D / 16][4] = {};
   for (int64_t h = 0; h < group; ++h) {
     const int64_t queryFirst = (firstHead + h) * a.queries;
     for (int64_t t0 = start; t0 < end; t0 += kTile) {
@@ -690,36 +598,54 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
         tileDelta[threadIdx.x] = inside ? delta[queryFirst + t0 + threadIdx.x] : 0.0f;
       }
       landCopies();
-      // P^T and dS^T of the warp's 16 keys against its 32 queries, 16 at a time.
+      // P^T and dS^T of the warp's 16 keys against its 32 queries.
+      {
+        float st[kTile / 16][4] = {}, dpt[kTile / 16][4] = {};
+        const int from = part * (kTile / 2);
+        dotTile<D>(
+            st, [&](int kk, uint32_t(&frag)[4]) { loadRows<stride>(frag, keyStrip, kk); },
+            queries + from * stride);
+        dotTile<D>(
+            dpt, [&](int kk, uint32_t(&frag)[4]) { loadRows<stride>(frag, valueStrip, kk); },
+            grads + from * stride);
 #pragma unroll
-      for (int n = 0; n < 2; ++n) {
-        const int from = part * 32 + n * 16;
-        Accumulator s, dp;
-        dotRows<D>(s, keys + strip * kStrip * kRowStride<D>, queries + from * kRowStride<D>);
-        dotRows<D>(dp, values + strip * kStrip * kRowStride<D>, grads + from * kRowStride<D>);
+        for (int n = 0; n < kTile / 16; ++n)
 #pragma unroll
-        for (int i = 0; i < Accumulator::num_elements; ++i) {
-          int key = strip * kStrip + at.row(i), query = from + at.col(i);
-          float p = 0.0f, ds = 0.0f;
-          if (query < count && key < live && key - query <= diagonal &&
-              a.inWindow(t0 + query, first + key)) {
-            const float logit = a.logit(s.x[i]);
-            p = __expf(logit - tileLse[query]);
-            ds = p * (dp.x[i] - tileDelta[query]) * a.slope(logit);
+          for (int e = 0; e < 4; e += 2) {
+            const int key = strip * kStrip + lane / 4 + 8 * (e / 2);
+            float p[2], ds[2];
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const int query = from + n * 8 + 2 * (lane % 4) + j;
+              p[j] = ds[j] = 0.0f;
+              if (query < count && key < live && key - query <= diagonal &&
+                  a.inWindow(t0 + query, first + key)) {
+                const float logit = a.logit(st[n][e + j]);
+                p[j] = __expf(logit - tileLse[query]);
+                ds[j] = p[j] * (dpt[n][e + j] - tileDelta[query]) * a.slope(logit);
+              }
+            }
+            const int at = key * kProbStride + from + n * 8 + 2 * (lane % 4);
+            *reinterpret_cast<uint32_t *>(probs + at) = packPair(p[0], p[1]);
+            *reinterpret_cast<uint32_t *>(slopes + at) = packPair(ds[0], ds[1]);
           }
-          probs[key * kProbStride + query] = __float2bfloat16(p);
-          slopes[key * kProbStride + query] = __float2bfloat16(ds);
-        }
       }
       __syncthreads();
       const int column = part * (D / 2);
-      accumulateProducts<D>(dvAcc, probs + strip * kStrip * kProbStride, grads + column);
-      accumulateProducts<D>(dkAcc, slopes + strip * kStrip * kProbStride, queries + column);
+      uint32_t weights[kTile / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < kTile / 16; ++kk)
+        loadRows<kProbStride>(weights[kk], probs + strip * kStrip * kProbStride, kk);
+      addProducts<D>(dvAcc, weights, grads + column);
+#pragma unroll
+      for (int kk = 0; kk < kTile / 16; ++kk)
+        loadRows<kProbStride>(weights[kk], slopes + strip * kStrip * kProbStride, kk);
+      addProducts<D>(dkAcc, weights, queries + column);
     }
   }
   const int64_t corner = (kvHead * a.keys + first + strip * kStrip) * D + part * (D / 2);
-  storeRows(dk, corner, D, rows - strip * kStrip, dkAcc, at, a.scale);
-  storeRows(dv, corner, D, rows - strip * kStrip, dvAcc, at, 1.0f);
+  storeStrip(dk, corner, D, rows - strip * kStrip, dkAcc, a.scale);
+  storeStrip(dv, corner, D, rows - strip * kStrip, dvAcc, 1.0f);
 }
 
 /// Whether the tensor-core kernels serve the first `operands` operands: bf16 at one head
