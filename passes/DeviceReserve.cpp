@@ -73,14 +73,16 @@ int64_t kernelScratchBytes(Operation *op) {
   } else if (name == "mt.cross_entropy_grad") {
     floats = 1;
   } else if (name == "mt.linear_cross_entropy" || name == "mt.linear_cross_entropy_grad") {
-    // A chunk's fp32 logits (the gradient: made in place, then copied to bf16 for the
-    // products), each row's loss and the count; an fp32 operand beside a bf16 one as bf16.
-    bool grad = name == "mt.linear_cross_entropy_grad";
-    floats =
-        chunkLogits(op) * (grad ? 2 : 1) + scratch::crossEntropyFloats(elements(op->getOperand(2)));
+    // The products run in fp32 when both operands are; otherwise an fp32 one is copied to
+    // bf16 first.
     bool input = fp32OnDevice(op->getOperand(0)), head = fp32OnDevice(op->getOperand(1));
+    int64_t bytes =
+        name == "mt.linear_cross_entropy_grad"
+            ? scratch::LinearLossGradScratch(chunkLogits(op), !(input && head)).bytes
+            : 4 * scratch::linearLossFloats(chunkLogits(op), elements(op->getOperand(2)));
     if (input != head)
-      floats += (scratch::bf16CopyBytes(elements(op->getOperand(input ? 0 : 1))) + 3) / 4;
+      bytes += scratch::bf16CopyBytes(elements(op->getOperand(input ? 0 : 1)));
+    return bytes + kRoundingSlack;
   } else if (name == "mt.attention_grad") {
     Value query = op->getOperand(0);
     floats = scratch::attentionGradFloats(elements(query) / std::max<int64_t>(lastDim(query), 1));

@@ -30,6 +30,27 @@ inline int64_t normGradFloats(int64_t rows, int64_t d, bool layerNorm) {
 /// A cross-entropy over `positions`: each one's loss, then the count of those that count.
 inline int64_t crossEntropyFloats(int64_t positions) { return positions + 1; }
 
+/// linear_cross_entropy over `rows` positions, `cells` logits a chunk: the chunk's fp32
+/// logits, then each position's loss and the count.
+inline int64_t linearLossFloats(int64_t cells, int64_t rows) {
+  return cells + crossEntropyFloats(rows);
+}
+
+/// linear_cross_entropy_grad's scratch, as byte offsets: a chunk's `cells` fp32 logits
+/// (their gradient, made in place), its bf16 copy where the products run in bf16 (else the
+/// products read the logits), then the count of the targets that count; every piece 16-byte
+/// aligned, as cuBLASLt's operands want.
+struct LinearLossGradScratch {
+  int64_t slopes, count, bytes;
+
+  LinearLossGradScratch(int64_t cells, bool bf16Products) {
+    auto aligned = [](int64_t b) { return (b + 15) / 16 * 16; };
+    slopes = bf16Products ? aligned(cells * 4) : 0;
+    count = aligned(cells * 4) + (bf16Products ? aligned(cells * 2) : 0);
+    bytes = count + 4;
+  }
+};
+
 /// attention_grad: each query row's log-sum-exp and delta (rows: batch x heads x queries).
 inline int64_t attentionGradFloats(int64_t rows) { return 2 * rows; }
 

@@ -932,9 +932,8 @@ void linearCrossEntropy(const KernelArgs &args) {
     args.fail("the result must be a scalar");
   cudaDataType_t type = productInputType(args);
   const void *x = operandAs(args, 0, type), *w = operandAs(args, 1, type);
-  float *logits = scratchFloats(args, loss.chunk * loss.v);
-  float *losses = scratchFloats(args, scratch::crossEntropyFloats(loss.rows)),
-        *counted = losses + loss.rows;
+  float *logits = scratchFloats(args, scratch::linearLossFloats(loss.chunk * loss.v, loss.rows));
+  float *losses = logits + loss.chunk * loss.v, *counted = losses + loss.rows;
   Ref targets = args.integer(2).ref();
   for (int64_t first = 0; first < loss.rows && loss.v > 0; first += loss.chunk) {
     int64_t count = std::min(loss.chunk, loss.rows - first);
@@ -960,12 +959,13 @@ void linearCrossEntropyGrad(const KernelArgs &args) {
   cudaDataType_t type = productInputType(args);
   const void *x = operandAs(args, 0, type), *w = operandAs(args, 1, type);
   int64_t width = type == CUDA_R_16BF ? 2 : 4, cells = loss.chunk * loss.v;
-  // The chunk's fp32 logits (their gradient, in place), then its bf16 copy for the products.
-  auto *region = static_cast<char *>(
-      args.scratch(static_cast<size_t>(std::max<int64_t>(cells * (4 + (width == 2 ? 2 : 0)), 1))));
+  // The chunk's fp32 logits (their gradient, in place), its bf16 copy for the products, then
+  // the count.
+  const scratch::LinearLossGradScratch layout(cells, width == 2);
+  auto *region = static_cast<char *>(args.scratch(layout.bytes));
   auto *logits = reinterpret_cast<float *>(region);
-  const void *slopes = width == 2 ? region + cells * 4 : region;
-  float *counted = scratchFloats(args, 1);
+  const void *slopes = region + layout.slopes;
+  auto *counted = reinterpret_cast<float *>(region + layout.count);
   Ref targets = args.integer(2).ref();
   countTargetsKernel<<<1, 1024, 0, args.stream>>>(targets, loss.rows, counted);
   checkLaunch(args);
