@@ -264,14 +264,19 @@ for layers in 2 4; do
     --metrics "$out/s120-$layers.jsonl"
 done
 
-# Checkpoints of the 3.82B benchmark model (h3072, 32 layers, 45.8 GB of masters and
-# moments) every 2 steps, each written while the next steps train: their time, what the
-# updates waited for them, the steps beside them, the size, and a resume's read and check.
+# Checkpoints written while the next steps train: the 1.0B benchmark model (12 GB of masters
+# and moments) every 2 of 6 steps, keeping one (the disk of 64 GiB holds two of them while
+# the newer is written, not two of the 3.82B's 45.8 GB); their time, what the updates waited
+# for them, the steps beside them, and a resume's read and check. Then the 3.82B model's one
+# checkpoint after 2 steps, resumed for a third.
+part checkpoint-1b bash -c "$run $plans/bench-1b.mtp --init random --data $plans/bench-1b.tokens \
+  --steps 6 --lr 1e-4 --checkpoint-dir /tmp/ck-1b --checkpoint-every 2 --keep-checkpoints 1 && \
+  $run $plans/bench-1b.mtp --data $plans/bench-1b.tokens --steps 7 --lr 1e-4 --resume /tmp/ck-1b; \
+  rc=\$?; du -sb /tmp/ck-1b; rm -rf /tmp/ck-1b; exit \$rc"
 if [[ -f $plans/bench-3.8b.mtp ]]; then
   part checkpoint-3.8b bash -c "$run $plans/bench-3.8b.mtp --init random --data \
-    $plans/bench-3.8b.tokens --steps 6 --checkpoint-dir /tmp/ck-3.8b --checkpoint-every 2 \
-    --keep-checkpoints 1 && \
-    $run $plans/bench-3.8b.mtp --data $plans/bench-3.8b.tokens --steps 7 --resume /tmp/ck-3.8b; \
+    $plans/bench-3.8b.tokens --steps 2 --checkpoint-dir /tmp/ck-3.8b && \
+    $run $plans/bench-3.8b.mtp --data $plans/bench-3.8b.tokens --steps 3 --resume /tmp/ck-3.8b; \
     rc=\$?; du -sb /tmp/ck-3.8b; rm -rf /tmp/ck-3.8b; exit \$rc"
 fi
 
