@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 namespace mt {
 
@@ -38,12 +40,14 @@ OpFamily familyOf(const std::string &op) {
 }
 
 void StepProfile::addKernel(const plan::Command &command, double ms) {
-  FamilyTime &family = families[static_cast<int>(familyOf(command.op()))];
-  family.ms += ms;
-  family.flops += command.flops();
-  family.bytes += command.bytes();
-  family.flopMs += command.flops() > 0 ? ms : 0;
-  ++family.kernels;
+  for (FamilyTime *time :
+       {&families[static_cast<int>(familyOf(command.op()))], &ops[command.op()]}) {
+    time->ms += ms;
+    time->flops += command.flops();
+    time->bytes += command.bytes();
+    time->flopMs += command.flops() > 0 ? ms : 0;
+    ++time->kernels;
+  }
 }
 
 void StepProfile::add(OpFamily family, double ms, double bytes, int64_t kernels) {
@@ -62,29 +66,48 @@ void StepProfile::setStepMs(double ms) {
   families[static_cast<int>(OpFamily::Waits)].ms = std::max(0.0, ms - compute);
 }
 
-std::string StepProfile::table() const {
+std::string StepProfile::table(int heaviest) const {
   std::string out = "profile     | family      |      ms |  share | kernels | achieved\n";
-  char line[160];
-  for (int f = 0; f < kOpFamilies; ++f) {
-    const FamilyTime &time = families[f];
-    if (time.ms == 0 && time.kernels == 0)
-      continue;
+  char line[192];
+  auto row = [&](const std::string &name, const FamilyTime &time, const char *note,
+                 int width = 11) {
     char rate[32] = "";
     if (time.flops > 0 && time.ms > 0)
       std::snprintf(rate, sizeof rate, "%.3g TFLOP/s ", time.flops / time.ms / 1e9);
     else if (time.bytes > 0 && time.ms > 0)
       std::snprintf(rate, sizeof rate, "%.3g GB/s ", time.bytes / time.ms / 1e6);
+    std::snprintf(line, sizeof line, "profile     | %-*s | %7.1f | %5.1f%% | %7lld | %s%s\n", width,
+                  name.c_str(), time.ms, stepMs > 0 ? 100.0 * time.ms / stepMs : 0.0,
+                  static_cast<long long>(time.kernels), rate, note);
+    return std::string(line);
+  };
+  for (int f = 0; f < kOpFamilies; ++f) {
+    const FamilyTime &time = families[f];
+    if (time.ms == 0 && time.kernels == 0)
+      continue;
     bool beside = !onComputeStream(f) && f != static_cast<int>(OpFamily::Waits);
-    std::snprintf(line, sizeof line, "profile     | %-11s | %7.1f | %5.1f%% | %7lld | %s%s\n",
-                  kNames[f], time.ms, stepMs > 0 ? 100.0 * time.ms / stepMs : 0.0,
-                  static_cast<long long>(time.kernels), rate,
-                  beside ? "(beside the compute stream)" : "");
-    out += line;
+    out += row(kNames[f], time, beside ? "(beside the compute stream)" : "");
   }
   std::snprintf(line, sizeof line,
                 "profile     | step        | %7.1f | shares of the compute stream add to 100%%\n",
                 stepMs);
-  return out + line;
+  out += line;
+  // The heaviest ops: what to look at inside a family (a transpose among the elementwise).
+  std::vector<std::pair<std::string, const FamilyTime *>> sorted;
+  for (const auto &[name, time] : ops)
+    sorted.push_back({name, &time});
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto &a, const auto &b) { return a.second->ms > b.second->ms; });
+  if (sorted.size() > static_cast<size_t>(std::max(heaviest, 0)))
+    sorted.resize(std::max(heaviest, 0));
+  if (!sorted.empty())
+    out += "profile     | heaviest ops, ms, share, kernels, achieved:\n";
+  size_t width = 11;
+  for (const auto &entry : sorted)
+    width = std::max(width, entry.first.size() + 2);
+  for (const auto &[name, time] : sorted)
+    out += row("  " + name, *time, "", static_cast<int>(width));
+  return out;
 }
 
 StepMeasureList StepProfile::measures() const {

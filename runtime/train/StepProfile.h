@@ -8,6 +8,7 @@
 #include "runtime/train/TrainingLog.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace mt {
@@ -42,8 +43,11 @@ public:
 
   bool empty() const { return stepMs == 0; }
   const FamilyTime &operator[](OpFamily family) const { return families[static_cast<int>(family)]; }
-  /// A table a family a line: time, share of the step, kernels, and the rate achieved.
-  std::string table() const;
+  /// The time of the ops whose kernels ran, by op name ("mt.attention_grad").
+  const std::map<std::string, FamilyTime> &byOp() const { return ops; }
+  /// A table a family a line: time, share of the step, kernels, and the rate achieved; then
+  /// the `heaviest` ops that took the most time, one a line, the same columns.
+  std::string table(int heaviest = 8) const;
   /// "profile_products_ms", "profile_products_share", "profile_products_tflops" (or
   /// "_gbps" for families measured in bytes) for each family that ran.
   StepMeasureList measures() const;
@@ -55,6 +59,7 @@ public:
 
 private:
   FamilyTime families[kOpFamilies];
+  std::map<std::string, FamilyTime> ops;
   double stepMs = 0;
 };
 

@@ -45,6 +45,20 @@ int main() {
   check(near(profile[mt::OpFamily::Waits].ms, 16 - 11.5), "waits: what the compute families leave");
   std::printf("families: kernels summed, waits the rest of the step\n");
 
+  // Each op on its own too; the table lists the heaviest (ties in name order) after the
+  // families.
+  check(profile.byOp().at("mt.linear").kernels == 1 && profile.byOp().at("mt.add").ms == 1.5 &&
+            profile.byOp().size() == 8,
+        "kernels by op");
+  std::string table = profile.table(2);
+  size_t matmul = table.find("|   mt.matmul    |     2.5 |  15.6% |       1 | 400 TFLOP/s");
+  size_t attention = table.find("|   mt.attention |     2.0 |  12.5% |       1 | 150 TFLOP/s");
+  check(matmul != std::string::npos && attention != std::string::npos && matmul < attention &&
+            table.find("mt.linear_cross_entropy") == std::string::npos &&
+            table.find("heaviest ops") < matmul,
+        "the heaviest two ops after the families:\n" + table);
+  std::printf("ops: the heaviest listed after the families\n");
+
   mt::DeviceProfile device;
   device.gemmFlopsPerSecond = 1;
   device.attentionFlopsPerSecond = 1;
