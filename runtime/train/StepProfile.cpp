@@ -50,11 +50,13 @@ void StepProfile::addKernel(const plan::Command &command, double ms) {
   }
 }
 
-void StepProfile::add(OpFamily family, double ms, double bytes, int64_t kernels) {
+void StepProfile::add(OpFamily family, double ms, double bytes, int64_t kernels,
+                      double parameters) {
   FamilyTime &time = families[static_cast<int>(family)];
   time.ms += ms;
   time.bytes += bytes;
   time.kernels += kernels;
+  time.parameters += parameters;
 }
 
 void StepProfile::setStepMs(double ms) {
@@ -123,6 +125,8 @@ StepMeasureList StepProfile::measures() const {
       list.push_back({key + "_tflops", time.flops / time.ms / 1e9});
     else if (time.bytes > 0 && time.ms > 0)
       list.push_back({key + "_gbps", time.bytes / time.ms / 1e6});
+    if (time.parameters > 0 && time.ms > 0)
+      list.push_back({key + "_gparams", time.parameters / time.ms / 1e6});
   }
   return list;
 }
@@ -151,6 +155,13 @@ std::string StepProfile::calibrate(DeviceProfile &profile) const {
   rate({OpFamily::Products, OpFamily::Attention, OpFamily::Norms, OpFamily::Rope,
         OpFamily::Elementwise, OpFamily::Loss},
        false, profile.memoryBytesPerSecond, "memory-bound kernels");
+  if (const FamilyTime &adamw = (*this)[OpFamily::AdamW]; adamw.ms > 0 && adamw.parameters > 0) {
+    profile.hostAdamParamsPerSecond = adamw.parameters / (adamw.ms / 1e3);
+    char line[64];
+    std::snprintf(line, sizeof line, "%sAdamW %.4g G params/s", set.empty() ? "" : ", ",
+                  profile.hostAdamParamsPerSecond / 1e9);
+    set += line;
+  }
   return set;
 }
 

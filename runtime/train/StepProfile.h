@@ -30,14 +30,17 @@ struct FamilyTime {
   /// Of `ms`, the kernels counted in FLOPs (the rest are counted in bytes, as the cost model
   /// charges them: a loss without its head, the key lengths of attention).
   double flopMs = 0;
+  /// AdamW: the parameters its updates took.
+  double parameters = 0;
 };
 
 class StepProfile {
 public:
   /// A kernel of `command` that took `ms`, with the work the plan counts for it.
   void addKernel(const plan::Command &command, double ms);
-  /// Time of a family that is not a plan kernel (copies, AdamW), with its bytes.
-  void add(OpFamily family, double ms, double bytes, int64_t kernels);
+  /// Time of a family that is not a plan kernel (copies, AdamW), with its bytes (and for
+  /// AdamW the parameters it updated).
+  void add(OpFamily family, double ms, double bytes, int64_t kernels, double parameters = 0);
   /// The step's span on the device: Waits become what the compute families leave of it.
   void setStepMs(double ms);
 
@@ -49,12 +52,14 @@ public:
   /// the `heaviest` ops that took the most time, one a line, the same columns.
   std::string table(int heaviest = 8) const;
   /// "profile_products_ms", "profile_products_share", "profile_products_tflops" (or
-  /// "_gbps" for families measured in bytes) for each family that ran.
+  /// "_gbps" for families measured in bytes) for each family that ran, and AdamW's
+  /// "profile_adamw_gparams" (G parameters a second).
   StepMeasureList measures() const;
   /// Sets `profile`'s kernel rates to what this step's kernels achieved, in the cost model's
   /// units, for each kind that ran with work: the products and the fused loss (the GEMM
-  /// rate), attention, and every kernel counted in bytes (the memory rate). Returns what it
-  /// set, as a line.
+  /// rate), attention, every kernel counted in bytes (the memory rate), and the CPU's AdamW
+  /// as it ran beside the step (sharing the host's memory with the copies, which
+  /// --calibrate's AdamW alone does not). Returns what it set, as a line.
   std::string calibrate(DeviceProfile &profile) const;
 
 private:

@@ -73,9 +73,11 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   // --profile: the CPU time of each step's updates (the worker runs one at a time) and the
   // bytes AdamW reads and writes; the records of two steps may be open at once.
   std::atomic<int64_t> updateNanos[2] = {0, 0};
-  double updateBytes = 0;
-  for (const ParameterState &parameter : state.parameters)
+  double updateBytes = 0, updatedParameters = 0;
+  for (const ParameterState &parameter : state.parameters) {
     updateBytes += adamwBytes(parameter.count, parameter.streamCopy != nullptr);
+    updatedParameters += static_cast<double>(parameter.count);
+  }
   if (settings.profile)
     optimizer.update = [&, update = std::move(optimizer.update)](int p, int64_t step, float clip) {
       auto begin = std::chrono::steady_clock::now();
@@ -134,7 +136,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     double ms = std::chrono::duration<double, std::milli>(end - record.start).count();
     if (settings.profile) {
       record.profile.add(OpFamily::AdamW, updateNanos[record.step & 1] / 1e6, updateBytes,
-                         plan.parameters_size());
+                         plan.parameters_size(), updatedParameters);
       StepMeasureList families = record.profile.measures();
       record.deviceMeasures.insert(record.deviceMeasures.end(), families.begin(), families.end());
       lastProfile = record.profile;

@@ -38,7 +38,8 @@ int main() {
   profile.addKernel(command("mt.key_lengths", 0, 1e6), 0.5);
   profile.addKernel(command("mt.add", 0, 2e9), 1.5);
   profile.addKernel(command("mt.rms_norm", 0, 1e9), 0.5);
-  profile.add(mt::OpFamily::Copies, 3, 1e9, 2); // beside the compute stream
+  profile.add(mt::OpFamily::Copies, 3, 1e9, 2);     // beside the compute stream
+  profile.add(mt::OpFamily::AdamW, 4, 1e9, 3, 2e7); // 20M parameters in 4 ms, on the CPU
   profile.setStepMs(16);
   check(profile[mt::OpFamily::Products].kernels == 2 && profile[mt::OpFamily::Loss].ms == 3,
         "kernels by family");
@@ -75,9 +76,13 @@ int main() {
   check(near(device.memoryBytesPerSecond, (4e9 + 1e6) / 3.5e-3),
         "memory rate " + std::to_string(device.memoryBytesPerSecond));
   check(device.h2dBytesPerSecond == 7, "copies leave the profile's copy rates alone");
+  check(near(device.hostAdamParamsPerSecond, 2e7 / 4e-3) &&
+            set.find(", AdamW 5 G params/s") != std::string::npos,
+        "AdamW as it ran beside the step: " + set);
   check(set.find("products 500 TFLOP/s, attention 150 TFLOP/s, memory-bound kernels") == 0,
         "the line: " + set);
-  std::printf("calibration: each rate over the time of the kernels counted in its unit\n");
+  std::printf("calibration: each rate over the time of the kernels counted in its unit, and "
+              "AdamW's\n");
 
   // A step that timed no kernel sets nothing.
   mt::DeviceProfile untouched = device;

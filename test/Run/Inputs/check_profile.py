@@ -16,6 +16,6 @@ for record in steps:
     for family in ["norms", "elementwise", "adamw"]:
         if not record.get(f"profile_{family}_gbps", 0) > 0:
             sys.exit(f"step {record['step']}: no GB/s for {family}")
-    if not record["profile_adamw_ms"] > 0:
-        sys.exit(f"step {record['step']}: AdamW took no time")
+    if not record["profile_adamw_ms"] > 0 or not record.get("profile_adamw_gparams", 0) > 0:
+        sys.exit(f"step {record['step']}: AdamW took no time, or updated no parameters")
 print(f"profiled {len(steps)} steps")

@@ -1,6 +1,6 @@
 """Checks the device profile mt-run --profile-into wrote: its kernel rates are the last step's
-measured ones (products and the loss for GEMMs, attention, the memory-bound families), and
-the rest of the profile is the calibration's.
+measured ones (products and the loss for GEMMs, attention, the memory-bound families), so is
+the CPU's AdamW rate, and the rest of the profile is the calibration's.
   check_profile_into.py CALIBRATED.json WRITTEN.json METRICS.jsonl"""
 import json
 import sys
@@ -20,6 +20,7 @@ expected = {
     "gemm_flops_per_second": rate(["products", "loss"], "tflops", 1e12),
     "attention_flops_per_second": rate(["attention"], "tflops", 1e12),
     "memory_bytes_per_second": rate(["norms", "rope", "elementwise"], "gbps", 1e9),
+    "host_adam_params_per_second": last["profile_adamw_gparams"] * 1e9,
 }
 for key, value in expected.items():
     if not abs(written[key] - value) <= 1e-4 * value:
