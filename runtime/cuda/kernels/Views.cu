@@ -115,6 +115,34 @@ void withMove(const DeviceTensor &from, const DeviceTensor &to, F &&launch) {
     launch(ConvertInt{from.ref(), to.ref()});
 }
 
+/// 16 bytes a move: what a walk moves in pieces of `lanes` elements.
+struct alignas(16) Piece {
+  uint4 bits;
+};
+
+/// The walk in pieces of `lanes` elements, when its innermost axis runs contiguously on both
+/// sides in whole pieces, every stride and base is a whole number of pieces and both tensors
+/// start 16-byte aligned: a transpose that keeps the last axis (the heads around attention),
+/// a slice or concat along an outer one. Moving 16 bytes a thread rather than an element
+/// takes such moves from a fraction of the memory's speed to near it.
+bool inPieces(Walk &walk, int64_t lanes, const void *from, const void *to) {
+  if (walk.rank == 0 || walk.srcStrides[0] != 1 || walk.dstStrides[0] != 1 ||
+      walk.shape[0] % lanes != 0 || walk.srcBase % lanes != 0 || walk.dstBase % lanes != 0 ||
+      reinterpret_cast<uintptr_t>(from) % 16 != 0 || reinterpret_cast<uintptr_t>(to) % 16 != 0)
+    return false;
+  for (int k = 1; k < walk.rank; ++k)
+    if (walk.srcStrides[k] % lanes != 0 || walk.dstStrides[k] % lanes != 0)
+      return false;
+  walk.shape[0] /= lanes;
+  for (int k = 1; k < walk.rank; ++k) {
+    walk.srcStrides[k] /= lanes;
+    walk.dstStrides[k] /= lanes;
+  }
+  walk.srcBase /= lanes;
+  walk.dstBase /= lanes;
+  return true;
+}
+
 /// 32-bit indexing when every offset fits, because 64-bit division is emulated and would
 /// make these memory-bound kernels compute bound.
 bool narrow(int64_t n, const DeviceTensor &from, const DeviceTensor &to) {
@@ -160,15 +188,22 @@ void move(const KernelArgs &args, const DeviceTensor &from, const DeviceTensor &
                                   args.stream));
     return;
   }
-  bool small = narrow(n, from, to);
-  withMove(from, to, [&](auto mover) {
-    if (small)
+  auto launch = [&](auto mover) {
+    if (narrow(n, from, to))
       walkKernel<uint32_t><<<blocksFor(n, kThreads), kThreads, 0, args.stream>>>(
           walk, static_cast<uint32_t>(n), mover);
     else
       walkKernel<int64_t><<<blocksFor(n, kThreads), kThreads, 0, args.stream>>>(walk, n, mover);
     checkLaunch(args);
-  });
+  };
+  int64_t width = widthOf(to.storage);
+  if (from.storage == to.storage && 16 % width == 0 &&
+      inPieces(walk, 16 / width, from.data, to.data)) {
+    n /= 16 / width;
+    launch(Copy<Piece>{static_cast<const Piece *>(from.data), static_cast<Piece *>(to.data)});
+    return;
+  }
+  withMove(from, to, launch);
 }
 
 /// The host's byElementKind check: every operand holds the result's kind of element.
