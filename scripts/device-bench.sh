@@ -7,7 +7,8 @@
 # file, and per row a device profile: the machine's --calibrate with the row's kernel rates
 # written in by --profile-into, for mtc --target to predict the row from). BENCH_ROWS (a regex over row names) runs a subset; BENCH_PEERS=0 leaves the peers out;
 # BENCH_STEPS sets mt's steps a row (default 5; the first is left out of the medians); MT_RUN
-# another mt-run (a build before a change, carried beside, for the same rows in one call).
+# another mt-run (a build before a change, carried beside, for the same rows in one call);
+# BENCH_PEER_KINDS (a regex over gpu and fsdpf) a subset of the peers.
 set -uo pipefail
 final="${OUT:-/tmp/mt-device-bench}"
 out=$(mktemp -d)
@@ -39,6 +40,7 @@ for row in "${rows[@]}"; do
   tail -n 14 "$out/mt-$name.txt"
   [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue
   for peer in ${peers//,/ }; do
+    [[ "$peer" =~ ${BENCH_PEER_KINDS:-.} ]] || continue
     echo "== $peer $name"
     python3 $plans/peer_bench.py "$peer" "$model" 2048 "$sequences" 4 >"$out/$peer-$name.txt" 2>&1
     echo "-- $peer $name: rc $?"
