@@ -30,7 +30,10 @@ def run(extra, **kwargs):
 
 
 def complete():
-    return any(os.path.exists(os.path.join(checkpoints, d, "manifest.json"))
+    # What mt-run resumes from: a folder step-N with its manifest. A write cut short leaves
+    # step-N.partial, whose manifest may already be there (it is written before the rename).
+    return any(re.fullmatch(r"step-\d+", d) and
+               os.path.exists(os.path.join(checkpoints, d, "manifest.json"))
                for d in os.listdir(checkpoints)) if os.path.isdir(checkpoints) else False
 
 
