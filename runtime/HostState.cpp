@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -20,12 +19,26 @@ namespace mt {
 
 namespace {
 
-/// SplitMix64's finalizer: well-mixed seeds for the draw chunks' generators.
+/// SplitMix64's finalizer: 64 well-mixed bits of `x`.
 uint64_t splitMix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
+}
+
+/// Elements 2j and 2j + 1 of the draw `key` names, N(0, 0.02) each: Box-Muller over two 24-bit
+/// uniforms from a hash of the key and j. A counter, not a generator's stream, so that any
+/// element is drawn without the ones before it (about 2.4 times as fast as mt19937_64 and
+/// std::normal_distribution, which dominated a large model's start-up).
+void drawPair(uint64_t key, int64_t j, float &even, float &odd) {
+  uint64_t bits = splitMix(key ^ static_cast<uint64_t>(j) * 0xD1B54A32D192ED03ull);
+  float u1 = static_cast<float>((bits >> 40) + 1) * (1.0f / 16777217.0f); // (0, 1)
+  float u2 = static_cast<float>(bits & 0xFFFFFF) * (1.0f / 16777216.0f);  // [0, 1)
+  float radius = 0.02f * std::sqrt(-2.0f * std::log(u1));
+  float angle = 6.28318530717958648f * u2;
+  even = radius * std::cos(angle);
+  odd = radius * std::sin(angle);
 }
 
 constexpr int64_t kPage = 4096;
@@ -173,12 +186,11 @@ void HostState::loadInitialWeights(const std::string &planDir) {
 }
 
 void HostState::initializeRandomly(uint64_t seed) {
-  // The parameters' elements in plan order form one sequence, cut into runs of kDrawChunk:
-  // run k draws from its own generator (run 0 from `seed` itself, so that a state of one run
-  // draws what a single generator draws; run k from a mix of the seed and k), on every core,
-  // and every rank draws the runs that hold its elements: the same weights on any number of
-  // cores and ranks.
+  // The parameters' elements in plan order form one sequence; element e of it is drawn from
+  // the seed and e alone (drawPair), in runs of kDrawChunk on every core, and every rank draws
+  // the runs that hold its elements: the same weights on any number of cores and ranks.
   constexpr int64_t kDrawChunk = 1 << 20;
+  const uint64_t key = splitMix(seed);
   std::vector<int64_t> starts; // each parameter's first element in the sequence
   int64_t total = 0;
   for (const ParameterState &parameter : parameters) {
@@ -196,15 +208,16 @@ void HostState::initializeRandomly(uint64_t seed) {
                       starts[q] + parameters[q].held.begin < end);
     if (!held)
       return;
-    std::mt19937_64 generator(k == 0 ? seed : splitMix(seed ^ splitMix(k)));
-    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<float> draw(static_cast<size_t>(end - begin + 1)); // begin is even
+    for (int64_t e = begin; e < end; e += 2)
+      drawPair(key, e / 2, draw[e - begin], draw[e - begin + 1]);
     for (int64_t at = begin; at < end; ++p) {
       const std::string &name = plan.parameters(p).name();
       bool isVector = plan.parameters(p).type().shape_size() == 1;
       bool isBias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
       Shard own = parameters[p].held;
       for (int64_t i = at - starts[p]; i < parameters[p].count && at < end; ++i, ++at) {
-        float x = isVector ? (isBias ? 0.0f : 1.0f) : normal(generator);
+        float x = isVector ? (isBias ? 0.0f : 1.0f) : draw[at - begin];
         if (i >= own.begin && i < own.end)
           parameters[p].master[i - own.begin] = x;
       }
