@@ -13,6 +13,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace mt {
@@ -42,6 +43,19 @@ void drawPair(uint64_t key, int64_t j, float &even, float &odd) {
 }
 
 constexpr int64_t kPage = 4096;
+constexpr int64_t kHugePage = 2 << 20;
+
+/// `bytes` of host memory for a layer's state. A block of whole 2 MiB pages asks the kernel for
+/// transparent huge pages: a 3.82B model's 51 GB is then 25 thousand pages to fault in and to pin
+/// for the device instead of 12 million (a hint; where huge pages are off, 4 KiB pages as before).
+char *allocateBlock(int64_t bytes) {
+  int64_t align = bytes >= kHugePage ? kHugePage : kPage;
+  int64_t rounded = (std::max<int64_t>(bytes, 1) + align - 1) / align * align;
+  char *block = static_cast<char *>(std::aligned_alloc(align, rounded));
+  if (block && align == kHugePage)
+    madvise(block, rounded, MADV_HUGEPAGE);
+  return block;
+}
 
 /// Bytes of host state for `held` masters (with their bf16 copies when `streamCopy`) and the
 /// moments of `owned` parameters: a layer block's, or the whole state's.
@@ -115,10 +129,9 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
       owned += parameters[order[last]].owned.size();
     }
     int64_t bytes = stateBytes(elements, owned, streamCopy);
-    int64_t pages = (bytes + kPage - 1) / kPage * kPage;
-    char *block = static_cast<char *>(std::aligned_alloc(kPage, std::max<int64_t>(pages, kPage)));
+    char *block = allocateBlock(bytes);
     if (!block)
-      throw std::runtime_error("cannot allocate " + std::to_string(pages) +
+      throw std::runtime_error("cannot allocate " + std::to_string(bytes) +
                                " bytes of host state for layer " +
                                std::to_string(layers[order[first]]));
     storage.emplace_back(block);
