@@ -678,7 +678,7 @@ LogicalResult NodeImporter::attention() {
                                         [&] { return error(); });
   if (failed(out))
     return failure();
-  return produce(0, b.create<AttentionOp>(loc, tensorType(*out, q), q, k, v, Value(),
+  return produce(0, b.create<AttentionOp>(loc, tensorType(*out, q), Type(), q, k, v, Value(),
                                           b.getF64FloatAttr(scale),
                                           causal ? b.getUnitAttr() : UnitAttr(), IntegerAttr(),
                                           softcap > 0.0 ? b.getF64FloatAttr(softcap) : FloatAttr())

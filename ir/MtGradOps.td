@@ -71,23 +71,26 @@ def MT_RopeGradOp : MT_GradOp<"rope_grad"> {
 def MT_AttentionGradOp : MT_GradOp<"attention_grad"> {
   let summary = "gradients of mt.attention with respect to query, key and value";
   let description = [{
-    Recomputes the attention probabilities from q and k; key and value gradients are summed
-    over the query heads that share them.
+    The probabilities from q, k and the forward's `lse` (its second result), and each row's
+    delta = g . output from the forward's `output`, as FlashAttention's backward reads them;
+    key and value gradients are summed over the query heads that share them.
 
     ```mlir
-    %dq, %dk, %dv = mt.attention_grad %q, %k, %v, %g scale = 0.35355339059327373 causal : (...) -> (...)
+    %dq, %dk, %dv = mt.attention_grad %q, %k, %v, %g output %o lse %lse scale = 0.35355339059327373 causal : (...) -> (...)
     ```
     With `key_lengths`, `window` and `softcap`, as for mt.attention: the padding keys get
     zero gradients; the capped logits' slope is 1 - (s / c)^2.
   }];
   let arguments = (ins MT_FloatTensor:$query, MT_FloatTensor:$key, MT_FloatTensor:$value,
-                       MT_FloatTensor:$grad, Optional<MT_IndexTensor>:$key_lengths,
+                       MT_FloatTensor:$grad, MT_FloatTensor:$output, MT_FloatTensor:$lse,
+                       Optional<MT_IndexTensor>:$key_lengths,
                        F64Attr:$scale, UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$softcap);
   let results = (outs MT_FloatTensor:$query_grad, MT_FloatTensor:$key_grad,
                       MT_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $grad (`key_lengths` $key_lengths^)? `scale` `=` $scale
+    $query `,` $key `,` $value `,` $grad `output` $output `lse` $lse
+    (`key_lengths` $key_lengths^)? `scale` `=` $scale
     (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)? attr-dict
     `:` functional-type(operands, results)
   }];

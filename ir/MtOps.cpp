@@ -279,11 +279,27 @@ static LogicalResult verifyWindowAndCap(Operation *op, bool causal, IntegerAttr 
   return success();
 }
 
+/// An attention's log-sum-exp, where given: one per query row, of the query's element type.
+static LogicalResult verifyLse(Operation *op, Value lse, Value query, Value key, Value value,
+                               bool causal) {
+  shapes::AttentionExtents e{};
+  if (!lse || !shapes::attention(shapeOf(query), shapeOf(key), shapeOf(value), causal, e).empty())
+    return success(); // the operands' own check reports them
+  if (std::string error = shapes::attentionLse(shapeOf(lse), e); !error.empty())
+    return op->emitOpError(error);
+  if (getElementTypeOrSelf(lse.getType()) != getElementTypeOrSelf(query.getType()))
+    return op->emitOpError("lse element type ")
+           << getElementTypeOrSelf(lse.getType()) << " differs from the query's "
+           << getElementTypeOrSelf(query.getType());
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifySameElementType(*this, {getQuery(), getKey(), getValue()})))
     return failure();
   if (failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())) ||
-      failed(verifyWindowAndCap(*this, getCausal(), getWindowAttr(), getSoftcapAttr())))
+      failed(verifyWindowAndCap(*this, getCausal(), getWindowAttr(), getSoftcapAttr())) ||
+      failed(verifyLse(*this, getLse(), getQuery(), getKey(), getValue(), getCausal())))
     return failure();
   return verifyResultShape(*this, attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
                                                  shapeOf(getValue()), getCausal(),
@@ -477,7 +493,11 @@ LogicalResult AttentionGradOp::verify() {
   if (shapeOf(getGrad()) != llvm::ArrayRef<int64_t>(*out))
     return emitOpError("grad shape ") << formatShape(shapeOf(getGrad())) << " should be "
                                       << formatShape(*out);
-  if (failed(verifySameTypes(*this, getQueryGrad(), getQuery(), "query_grad")) ||
+  if (getOutput().getType() != getGrad().getType())
+    return emitOpError("output ") << getOutput().getType() << " should have the grad's type "
+                                  << getGrad().getType();
+  if (failed(verifyLse(*this, getLse(), getQuery(), getKey(), getValue(), getCausal())) ||
+      failed(verifySameTypes(*this, getQueryGrad(), getQuery(), "query_grad")) ||
       failed(verifySameTypes(*this, getKeyGrad(), getKey(), "key_grad")))
     return failure();
   return verifySameTypes(*this, getValueGrad(), getValue(), "value_grad");

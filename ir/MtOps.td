@@ -373,8 +373,13 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
     Mistral's and the Gemma 2/3 local layers' masks do. `softcap` c caps the logits before
     the mask, s -> c * tanh(s / c) (Gemma 2).
 
+    With a second result `lse` [B, Hq, T] (the query's element type, kept in fp32 on the
+    device), each query row's log-sum-exp of its visible logits (0 for a row that sees no
+    key): what mt.attention_grad reads instead of recomputing it. Autodiff asks for it.
+
     ```mlir
     %0 = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
+    %3:2 = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
     %1 = mt.attention %q, %k, %v key_lengths %n scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2xi64>) -> tensor<2x4x16x8xf32>
     %2 = mt.attention %q, %k, %v scale = 0.25 causal window = 4096 softcap = 50.0 : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
     ```
@@ -383,7 +388,7 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
                        Optional<MT_IndexTensor>:$key_lengths, F64Attr:$scale,
                        UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$softcap);
-  let results = (outs MT_FloatTensor:$result);
+  let results = (outs MT_FloatTensor:$result, Optional<MT_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`key_lengths` $key_lengths^)? `scale` `=` $scale
     (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)? attr-dict

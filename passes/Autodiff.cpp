@@ -137,6 +137,25 @@ private:
   /// input. It recomputes the layer's forward from its inputs, so the step keeps only each
   /// layer's input (recompute every layer).
   func::FuncOp backwardOf(func::FuncOp forward);
+  /// `attention` with its log-sum-exp as a second result, for its gradient to read: a new op
+  /// in its place that takes over its uses (the caller erases the old one), or itself.
+  AttentionOp withLse(AttentionOp attention) {
+    if (attention.getLse())
+      return attention;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(attention);
+    auto query = llvm::cast<RankedTensorType>(attention.getQuery().getType());
+    auto lse = RankedTensorType::get(query.getShape().drop_back(), query.getElementType());
+    auto both = b.create<AttentionOp>(attention.getLoc(), attention.getResult().getType(), lse,
+                                      attention.getQuery(), attention.getKey(),
+                                      attention.getValue(), attention.getKeyLengths(),
+                                      attention.getScaleAttr(), attention.getCausalAttr(),
+                                      attention.getWindowAttr(), attention.getSoftcapAttr());
+    both->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
+    attention.getResult().replaceAllUsesWith(both.getResult());
+    return both;
+  }
+
   Value zeros(Location loc, Type type) {
     auto tensor = llvm::cast<RankedTensorType>(type);
     return b.create<ConstantOp>(
@@ -197,7 +216,10 @@ LogicalResult Differentiator::differentiate(Operation *op) {
   if (llvm::none_of(op->getResults(), [&](Value r) { return gradients.count(r); }))
     return success();
   Location loc = op->getLoc();
-  Value g = op->getNumResults() == 1 ? gradients.lookup(op->getResult(0)) : Value();
+  // An attention's second result, its log-sum-exp, has no gradient of its own.
+  Value g = op->getNumResults() == 1 || llvm::isa<AttentionOp>(op)
+                ? gradients.lookup(op->getResult(0))
+                : Value();
   auto binaryOperands = [&](Operation *binary) {
     return std::make_pair(binary->getOperand(0), binary->getOperand(1));
   };
@@ -402,10 +424,15 @@ LogicalResult Differentiator::differentiate(Operation *op) {
         return success();
       })
       .Case<AttentionOp>([&](AttentionOp a) {
+        AttentionOp forward = withLse(a);
         auto grad = b.create<AttentionGradOp>(
             loc, a.getQuery().getType(), a.getKey().getType(), a.getValue().getType(), a.getQuery(),
-            a.getKey(), a.getValue(), g, a.getKeyLengths(), a.getScaleAttr(), a.getCausalAttr(),
-            a.getWindowAttr(), a.getSoftcapAttr());
+            a.getKey(), a.getValue(), g, forward.getResult(), forward.getLse(), a.getKeyLengths(),
+            a.getScaleAttr(), a.getCausalAttr(), a.getWindowAttr(), a.getSoftcapAttr());
+        if (forward != a) {
+          gradients.erase(a.getResult());
+          a.erase();
+        }
         accumulate(a.getQuery(), grad.getQueryGrad());
         accumulate(a.getKey(), grad.getKeyGrad());
         accumulate(a.getValue(), grad.getValueGrad());

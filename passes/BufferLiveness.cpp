@@ -79,8 +79,9 @@ std::pair<size_t, bool> lastUse(Value result, size_t made,
 } // namespace
 
 /// Device tensors are bf16 (or what the module's kDeviceFloatBytes says), except scalars
-/// (losses: rounding them costs 3 digits and saves nothing) and those leaving in fp32
-/// (leavesInFp32); integers keep their width.
+/// (losses: rounding them costs 3 digits and saves nothing), those leaving in fp32
+/// (leavesInFp32) and an attention's log-sum-exp (bf16 would put about 6% of error into
+/// each probability its gradient rebuilds from it); integers keep their width.
 int64_t deviceBytes(Value value) {
   auto type = llvm::cast<RankedTensorType>(value.getType());
   int64_t width = 2;
@@ -91,6 +92,9 @@ int64_t deviceBytes(Value value) {
     width = floatBytes.getInt();
   if (!llvm::isa<FloatType>(type.getElementType()))
     width = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  else if (auto attention = value.getDefiningOp<AttentionOp>();
+           attention && value == attention.getLse())
+    width = 4;
   else if (llvm::DenseSet<Value> seen; type.getRank() == 0 || leavesInFp32(value, seen))
     width = 4;
   return numElements(type.getShape()) * width;

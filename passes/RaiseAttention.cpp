@@ -413,8 +413,9 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
     Location loc = output.getLoc();
     Value keyLengths = mask.padding ? keyLengthsOf(mask.padding, output, rewriter) : Value();
     rewriter.replaceOpWithNewOp<AttentionOp>(
-        output, output.getType(), query, key.build(rewriter, loc), value.build(rewriter, loc),
-        keyLengths, rewriter.getF64FloatAttr(scale), causal ? rewriter.getUnitAttr() : UnitAttr(),
+        output, output.getType(), Type(), query, key.build(rewriter, loc),
+        value.build(rewriter, loc), keyLengths, rewriter.getF64FloatAttr(scale),
+        causal ? rewriter.getUnitAttr() : UnitAttr(),
         mask.window ? rewriter.getI64IntegerAttr(mask.window) : IntegerAttr(),
         softcap ? rewriter.getF64FloatAttr(*softcap) : FloatAttr());
     return success();

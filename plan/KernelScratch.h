@@ -51,8 +51,8 @@ struct LinearLossGradScratch {
   }
 };
 
-/// attention_grad: each query row's log-sum-exp and delta (rows: batch x heads x queries).
-inline int64_t attentionGradFloats(int64_t rows) { return 2 * rows; }
+/// attention_grad: each query row's delta = grad . output (rows: batch x heads x queries).
+inline int64_t attentionGradFloats(int64_t rows) { return rows; }
 
 /// scatter_add into a result not stored in fp32: an fp32 table of the result to sum into.
 inline int64_t scatterAddFloats(int64_t resultElements) { return resultElements; }

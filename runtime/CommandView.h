@@ -20,15 +20,18 @@ struct CommandView {
     throw Error(command.op() + where + ": " + message);
   }
 
-  /// Fails unless there are minOperands..maxOperands operands and resultCount results.
-  void expectCounts(size_t operandCount, size_t minOperands, size_t maxOperands,
-                    size_t resultCount, size_t results) const {
+  /// Fails unless there are minOperands..maxOperands operands and minResults..maxResults
+  /// results.
+  void expectCounts(size_t operandCount, size_t minOperands, size_t maxOperands, size_t resultCount,
+                    size_t minResults, size_t maxResults) const {
+    auto range = [](size_t least, size_t most) {
+      return std::to_string(least) + (most != least ? " to " + std::to_string(most) : "");
+    };
     if (operandCount < minOperands || operandCount > maxOperands)
-      fail("takes " + std::to_string(minOperands) +
-           (maxOperands != minOperands ? " to " + std::to_string(maxOperands) : "") +
-           " operands, got " + std::to_string(operandCount));
-    if (results != resultCount)
-      fail("has " + std::to_string(resultCount) + " results, got " + std::to_string(results));
+      fail("takes " + range(minOperands, maxOperands) + " operands, got " +
+           std::to_string(operandCount));
+    if (resultCount < minResults || resultCount > maxResults)
+      fail("has " + range(minResults, maxResults) + " results, got " + std::to_string(resultCount));
   }
 
   const plan::Attribute *find(const char *name) const {

@@ -243,4 +243,11 @@ std::string keyLengths(DimsRef lengths, int64_t batch) {
          std::to_string(batch) + "]";
 }
 
+std::string attentionLse(DimsRef lse, const AttentionExtents &e) {
+  std::vector<int64_t> rows{e.batch, e.queryHeads, e.queries};
+  if (lse.size() == 3 && std::equal(lse.begin(), lse.end(), rows.begin()))
+    return "";
+  return "attention lse " + format(lse) + " should be one per query row, " + format(rows);
+}
+
 } // namespace mt::shapes

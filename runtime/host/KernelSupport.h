@@ -34,9 +34,10 @@ struct Args : CommandView<KernelError> {
   const std::vector<const HostTensor<T> *> &operands;
   const std::vector<HostTensor<T> *> &results;
 
-  void expectCounts(size_t minOperands, size_t maxOperands, size_t resultCount) const {
-    CommandView::expectCounts(operands.size(), minOperands, maxOperands, resultCount,
-                              results.size());
+  void expectCounts(size_t minOperands, size_t maxOperands, size_t minResults,
+                    size_t maxResults) const {
+    CommandView::expectCounts(operands.size(), minOperands, maxOperands, results.size(), minResults,
+                              maxResults);
     for (size_t i = 0; i < operands.size(); ++i) {
       const HostTensor<T> &t = *operands[i];
       size_t stored = t.isFloat ? t.reals.size() : t.ints.size();
@@ -50,6 +51,9 @@ struct Args : CommandView<KernelError> {
       if (static_cast<int64_t>(stored) != t.size())
         fail("result " + std::to_string(i) + " is not sized for its shape");
     }
+  }
+  void expectCounts(size_t minOperands, size_t maxOperands, size_t resultCount) const {
+    expectCounts(minOperands, maxOperands, resultCount, resultCount);
   }
 
   const HostTensor<T> &in(size_t i) const { return *operands[i]; }

@@ -126,42 +126,41 @@ struct KeyRange {
   int64_t from, to;
 };
 
-/// Fills p[from, to) with the attention probabilities of one query row against keysT
-/// (double [depth, keys]), and slopes[from, to) with its logits' slopes under a soft cap;
-/// returns the keys [from, to) the row sees.
+/// Fills s[from, to) with the logits of one query row against keysT (double [depth, keys]),
+/// and slopes[from, to) with their slopes under a soft cap; returns the keys [from, to) the
+/// row sees.
 template <typename T>
-KeyRange probabilities(const AttentionShape &a, const T *query, const std::vector<double> &keysT,
-                       int64_t b, int64_t row, double *p, double *slopes) {
+KeyRange logits(const AttentionShape &a, const T *query, const std::vector<double> &keysT,
+                int64_t b, int64_t row, double *s, double *slopes) {
   KeyRange r{a.firstVisible(row), a.visible(b, row)};
   if (r.to <= r.from)
     return {0, 0};
-  std::fill(p + r.from, p + r.to, 0.0);
+  std::fill(s + r.from, s + r.to, 0.0);
   for (int64_t c = 0; c < a.depth; ++c) {
     double qc = static_cast<double>(query[c]);
     const double *kc = keysT.data() + c * a.keys;
     for (int64_t j = r.from; j < r.to; ++j)
-      p[j] += qc * kc[j];
+      s[j] += qc * kc[j];
   }
-  double max = -std::numeric_limits<double>::infinity();
   for (int64_t j = r.from; j < r.to; ++j) {
-    p[j] = a.logit(p[j]);
-    slopes[j] = a.slope(p[j]);
-    max = std::max(max, p[j]);
+    s[j] = a.logit(s[j]);
+    slopes[j] = a.slope(s[j]);
   }
-  double sum = 0.0;
-  for (int64_t j = r.from; j < r.to; ++j)
-    sum += p[j] = std::exp(p[j] - max);
-  for (int64_t j = r.from; j < r.to; ++j)
-    p[j] /= sum;
   return r;
 }
 
 template <typename T>
 void attention(const Args<T> &args) {
-  args.expectCounts(3, 4, 1);
+  args.expectCounts(3, 4, 1, 2);
   AttentionShape a = attentionShape(args, 3);
   if (args.out(0).shape != Shape{a.batch, a.queryHeads, a.queries, a.valueDepth})
     args.fail("the result is not [batch, query heads, queries, value depth]");
+  T *lse = nullptr;
+  if (args.results.size() == 2) {
+    if (std::string error = shapes::attentionLse(args.out(1).shape, a); !error.empty())
+      args.fail(error);
+    lse = args.realResult(1).data();
+  }
   const T *q = args.reals(0).data(), *k = args.reals(1).data(), *v = args.reals(2).data();
   T *out = args.realResult(0).data();
   double work = static_cast<double>(a.queries * a.keys * (a.depth + a.valueDepth));
@@ -173,15 +172,22 @@ void attention(const Args<T> &args) {
       transposeToDouble(k + kv * a.keys * a.depth, a.keys, a.depth, keysT);
       const T *values = v + kv * a.keys * a.valueDepth;
       for (int64_t i = 0; i < a.queries; ++i) {
-        KeyRange r = probabilities(a, q + (task * a.queries + i) * a.depth, keysT, b, i, p.data(),
-                                   slopes.data());
+        KeyRange r =
+            logits(a, q + (task * a.queries + i) * a.depth, keysT, b, i, p.data(), slopes.data());
+        double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
+        for (int64_t j = r.from; j < r.to; ++j)
+          max = std::max(max, p[j]);
+        for (int64_t j = r.from; j < r.to; ++j)
+          sum += p[j] = std::exp(p[j] - max);
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = r.from; j < r.to; ++j)
           for (int64_t c = 0; c < a.valueDepth; ++c)
-            acc[c] += p[j] * static_cast<double>(values[j * a.valueDepth + c]);
+            acc[c] += p[j] / sum * static_cast<double>(values[j * a.valueDepth + c]);
         T *row = out + (task * a.queries + i) * a.valueDepth;
         for (int64_t c = 0; c < a.valueDepth; ++c)
           row[c] = static_cast<T>(acc[c]);
+        if (lse) // a row that sees no key: 0
+          lse[task * a.queries + i] = static_cast<T>(r.to > r.from ? max + std::log(sum) : 0.0);
       }
     }
   });
@@ -189,16 +195,20 @@ void attention(const Args<T> &args) {
 
 template <typename T>
 void attentionGrad(const Args<T> &args) {
-  args.expectCounts(4, 5, 3);
-  AttentionShape a = attentionShape(args, 4);
+  args.expectCounts(6, 7, 3);
+  AttentionShape a = attentionShape(args, 6);
   if (args.in(3).shape != Shape{a.batch, a.queryHeads, a.queries, a.valueDepth})
     args.fail("the grad is not [batch, query heads, queries, value depth]");
+  if (args.in(4).shape != args.in(3).shape)
+    args.fail("the forward's output differs in shape from the grad");
+  if (std::string error = shapes::attentionLse(args.in(5).shape, a); !error.empty())
+    args.fail(error);
   for (size_t r = 0; r < 3; ++r)
     if (args.out(r).shape != args.in(r).shape)
       args.fail("result " + std::to_string(r) + " differs in shape from operand " +
                 std::to_string(r));
   const T *q = args.reals(0).data(), *k = args.reals(1).data(), *v = args.reals(2).data(),
-          *g = args.reals(3).data();
+          *g = args.reals(3).data(), *out = args.reals(4).data(), *lse = args.reals(5).data();
   T *dq = args.realResult(0).data();
   int64_t keySize = a.keys * a.depth, valueSize = a.keys * a.valueDepth;
   int64_t heads = a.batch * a.queryHeads;
@@ -217,7 +227,11 @@ void attentionGrad(const Args<T> &args) {
       for (int64_t i = 0; i < a.queries; ++i) {
         const T *query = q + (task * a.queries + i) * a.depth;
         const T *grad = g + (task * a.queries + i) * a.valueDepth;
-        KeyRange r = probabilities(a, query, keysT, b, i, p.data(), slopes.data());
+        // The forward's log-sum-exp gives the probabilities, its output delta = g . out.
+        KeyRange r = logits(a, query, keysT, b, i, p.data(), slopes.data());
+        double rowLse = static_cast<double>(lse[task * a.queries + i]);
+        for (int64_t j = r.from; j < r.to; ++j)
+          p[j] = std::exp(p[j] - rowLse);
         std::fill(dp.begin() + r.from, dp.begin() + r.to, 0.0);
         for (int64_t c = 0; c < a.valueDepth; ++c) {
           double gc = static_cast<double>(grad[c]);
@@ -226,8 +240,9 @@ void attentionGrad(const Args<T> &args) {
             dp[j] += gc * vc[j];
         }
         double expected = 0.0;
-        for (int64_t j = r.from; j < r.to; ++j)
-          expected += p[j] * dp[j];
+        const T *outRow = out + (task * a.queries + i) * a.valueDepth;
+        for (int64_t c = 0; c < a.valueDepth; ++c)
+          expected += static_cast<double>(grad[c]) * static_cast<double>(outRow[c]);
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = r.from; j < r.to; ++j) {
           double ds = p[j] * (dp[j] - expected) * slopes[j] * a.scale;

@@ -252,6 +252,33 @@ func.func @causal_t_ne_s(%q: tensor<2x4x8x8xf32>, %k: tensor<2x4x16x8xf32>) -> t
 
 // -----
 
+// Tests that a log-sum-exp that is not one per query row is rejected.
+func.func @attention_lse_shape(%q: tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+1 {{attention lse [2, 4, 8] should be one per query row, [2, 4, 16]}}
+  %0:2 = mt.attention %q, %q, %q scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x8xf32>)
+  return %0#0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+// Tests that an attention gradient whose forward output or log-sum-exp does not fit is
+// rejected.
+func.func @attention_grad_output(%q: tensor<2x4x16x8xf32>, %o: tensor<2x4x16x8xf64>, %l: tensor<2x4x16xf32>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+1 {{output 'tensor<2x4x16x8xf64>' should have the grad's type 'tensor<2x4x16x8xf32>'}}
+  %dq, %dk, %dv = mt.attention_grad %q, %q, %q, %q output %o lse %l scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf64>, tensor<2x4x16xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>)
+  return %dq : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+func.func @attention_grad_lse(%q: tensor<2x4x16x8xf32>, %l: tensor<2x4x16xf64>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+1 {{lse element type 'f64' differs from the query's 'f32'}}
+  %dq, %dk, %dv = mt.attention_grad %q, %q, %q, %q output %q lse %l scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf64>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>)
+  return %dq : tensor<2x4x16x8xf32>
+}
+
+// -----
+
 // Tests that a sliding window without causality is rejected.
 func.func @window_not_causal(%q: tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32> {
   // expected-error @+1 {{window must be at least 1 and needs causal, got 4}}

@@ -46,6 +46,25 @@ func.func @forward(%x: tensor<3xf32>) -> tensor<f32> {
 
 // -----
 
+// Tests that attention's gradient reads the forward's output and log-sum-exp: the attention
+// is remade with its lse as a second result (one per query row), which takes over its uses.
+// CHECK-LABEL: func.func @train_step
+// CHECK-NOT: mt.attention %{{.*}} -> tensor<2x4x16x8xf32>
+// CHECK: %[[OUT:[a-z_0-9]+]], %[[LSE:[a-z_0-9]+]] = mt.attention %[[Q:[a-z_0-9]+]], %[[K:[a-z_0-9]+]], %[[K]] scale = 5.000000e-01 causal window = 4 : {{.*}} -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
+// CHECK: mt.reduce_sum %[[OUT]]
+// CHECK: mt.attention_grad %[[Q]], %[[K]], %[[K]], %{{.*}} output %[[OUT]] lse %[[LSE]] scale = 5.000000e-01 causal window = 4
+mt.parameter @q : tensor<2x4x16x8xf32>
+mt.parameter @k : tensor<2x2x16x8xf32>
+func.func @forward() -> tensor<f32> {
+  %q = mt.param @q : tensor<2x4x16x8xf32>
+  %k = mt.param @k : tensor<2x2x16x8xf32>
+  %a = mt.attention %q, %k, %k scale = 0.5 causal window = 4 : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
+  %s = mt.reduce_sum %a axes = [0, 1, 2, 3] : tensor<2x4x16x8xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
 // Tests that an op without a gradient rule on the loss's path (here a gradient op, which is
 // never differentiated again) is an error naming it.
 mt.parameter @w : tensor<3x4xf32>

@@ -27,6 +27,6 @@
 // its own last read, so the reshape of an argument (a copy) between them takes other bytes.
 // IR: %[[SILU:[0-9]+]] = mt.silu {{.*}} {mt.offsets = array<i64: [[S:[0-9]+]]>
 // IR: mt.reshape %[[SILU]] {mt.offsets = array<i64: [[S]]>
-// IR-NEXT: mt.reshape %arg7 {mt.offsets = array<i64: 2048>
+// IR-NEXT: mt.reshape %arg7 {mt.offsets = array<i64: 2560>
 // IR-NEXT: mt.matmul
 // IR: mt.matmul {{.*}} transpose_lhs {mt.offsets = array<i64: {{[0-9]+}}>, mt.sizes = array<i64: 512>} : (tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>

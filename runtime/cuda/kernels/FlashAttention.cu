@@ -316,11 +316,11 @@ __device__ __forceinline__ int64_t keyOf(int64_t t0, int n, int e) {
 /// tile the warp scores its strip into registers, runs the online softmax there (running
 /// max and sum per row, each row's over the four lanes that hold it) and adds the bf16
 /// probabilities times the value tile to its 16 x D output. Key and value tiles land two
-/// stages deep.
+/// stages deep. Each row's log-sum-exp goes to `lse` (fp32, one per query row) unless null.
 template <int D>
 __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
-    flashForward(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
-                 const bf16 *__restrict__ v, Ref out, AttentionDims a) {
+    flashForward(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                 Ref out, float *__restrict__ lse, AttentionDims a) {
   using L = ForwardLayout<D>;
   extern __shared__ __align__(128) unsigned char shared[];
   bf16 *keys = reinterpret_cast<bf16 *>(shared + L::keys);
@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
     packWeights(weights, s);
     addProducts<D>(acc, weights, valueTile);
   });
-  // No visible key (keys == 0) leaves the row zero, as on the host.
+  // No visible key (keys == 0) leaves the row zero and its log-sum-exp 0, as on the host.
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float factor = total[h] > 0.0f ? 1.0f / total[h] : 0.0f;
@@ -409,22 +409,25 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
       acc[n][2 * h] *= factor;
       acc[n][2 * h + 1] *= factor;
     }
+    const int64_t row = first + mine.strip + 8 * h;
+    if (lse && threadIdx.x % 4 == 0 && row < a.queries)
+      lse[head * a.queries + row] = total[h] > 0.0f ? runningMax[h] + logf(total[h]) : 0.0f;
   }
   storeStrip(out, (head * a.queries + first + warp * kStrip) * D, D, rows - warp * kStrip, acc,
              1.0f);
 }
 
 /// Gradient kernel 1, 64 queries of one head, a strip per warp as in the forward, scores in
-/// registers. A first walk over the visible key tiles recomputes each row's logsumexp and
-/// delta = sum_j p_j (g . v_j) (= g . out) online and writes both to fp32
-/// [batch * query heads * queries] for kernel 2; the second accumulates
-/// dq = scale * sum_j p_j (g . v_j - delta) k_j: the strip's bf16 dS, as A fragments, times
-/// the key tile.
+/// registers. One walk over the visible key tiles accumulates
+/// dq = scale * sum_j p_j (g . v_j - delta) k_j, p_j = exp(logit_j - lse) from the forward's
+/// log-sum-exp and delta = g . out (attentionDelta): the strip's bf16 dS, as A fragments,
+/// times the key tile.
 template <int D>
 __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
     flashQueryGrad(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                    const bf16 *__restrict__ v, const bf16 *__restrict__ g, Ref dq,
-                   float *__restrict__ lse, float *__restrict__ delta, AttentionDims a) {
+                   const float *__restrict__ lse, const float *__restrict__ delta,
+                   AttentionDims a) {
   using L = QueryGradLayout<D>;
   extern __shared__ __align__(128) unsigned char shared[];
   const int warp = threadIdx.x / 32;
@@ -468,50 +471,12 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
         s[n][e] = mine.sees(e, keyOf(t0, n, e)) ? a.logit(s[n][e]) : -CUDART_INF_F;
   };
 
-  float runningMax[2] = {-CUDART_INF_F, -CUDART_INF_F}, total[2] = {0.0f, 0.0f},
-        weighted[2] = {0.0f, 0.0f};
-  tiles.walk([&](int64_t t0, const bf16 *keyTile, const bf16 *valueTile) {
-    float s[kTile / 8][4] = {}, dp[kTile / 8][4] = {};
-    score(s, dp, t0, keyTile, valueTile);
-    float tileMax[2] = {-CUDART_INF_F, -CUDART_INF_F};
-#pragma unroll
-    for (int n = 0; n < kTile / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        tileMax[e / 2] = fmaxf(tileMax[e / 2], s[n][e]);
-    float next[2], sum[2] = {0.0f, 0.0f}, dotSum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      next[h] = fmaxf(runningMax[h], quadMax(tileMax[h]));
-#pragma unroll
-    for (int n = 0; n < kTile / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int h = e / 2;
-        const float p = s[n][e] == -CUDART_INF_F ? 0.0f : __expf(s[n][e] - next[h]);
-        sum[h] += p;
-        dotSum[h] += p * dp[n][e];
-      }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float correction = correctionFor(runningMax[h], next[h]);
-      total[h] = total[h] * correction + quadSum(sum[h]);
-      weighted[h] = weighted[h] * correction + quadSum(dotSum[h]);
-      runningMax[h] = next[h];
-    }
-  });
-  // Rows that see no key (padding, or keys == 0) get finite statistics nobody reads.
   float rowLse[2], rowDelta[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const bool any = total[h] > 0.0f;
-    rowLse[h] = any ? runningMax[h] + logf(total[h]) : 0.0f;
-    rowDelta[h] = any ? weighted[h] / total[h] : 0.0f;
     const int64_t row = first + mine.strip + 8 * h;
-    if (threadIdx.x % 4 == 0 && row < a.queries) {
-      lse[head * a.queries + row] = rowLse[h];
-      delta[head * a.queries + row] = rowDelta[h];
-    }
+    rowLse[h] = row < a.queries ? lse[head * a.queries + row] : 0.0f;
+    rowDelta[h] = row < a.queries ? delta[head * a.queries + row] : 0.0f;
   }
 
   float acc[D / 8][4] = {};
@@ -676,7 +641,7 @@ void withDepth(int64_t depth, F &&body) {
 
 } // namespace
 
-bool flashAttention(const KernelArgs &args, const AttentionDims &a) {
+bool flashAttention(const KernelArgs &args, const AttentionDims &a, float *lse) {
   if (!applies(args, a, 3))
     return false;
   const bf16 *q = bf16Data(args, 0), *k = bf16Data(args, 1), *v = bf16Data(args, 2);
@@ -688,14 +653,15 @@ bool flashAttention(const KernelArgs &args, const AttentionDims &a) {
     constexpr int D = decltype(depth)::value;
     constexpr size_t bytes = ForwardLayout<D>::bytes;
     allowSharedMemory(args, flashForward<D>, bytes);
-    flashForward<D><<<static_cast<unsigned>(blocks), kWarps * 32, bytes, args.stream>>>(
-        q, k, v, out, a);
+    flashForward<D>
+        <<<static_cast<unsigned>(blocks), kWarps * 32, bytes, args.stream>>>(q, k, v, out, lse, a);
     checkLaunch(args);
   });
   return true;
 }
 
-bool flashAttentionGrad(const KernelArgs &args, const AttentionDims &a) {
+bool flashAttentionGrad(const KernelArgs &args, const AttentionDims &a, const float *lse,
+                        const float *delta) {
   if (!applies(args, a, 4))
     return false;
   const bf16 *q = bf16Data(args, 0), *k = bf16Data(args, 1), *v = bf16Data(args, 2),
@@ -704,12 +670,7 @@ bool flashAttentionGrad(const KernelArgs &args, const AttentionDims &a) {
       dv = args.realResult(2).ref();
   withDepth(a.depth, [&](auto depth) {
     constexpr int D = decltype(depth)::value;
-    int64_t rows = a.batch * a.queryHeads * a.queries;
-    float *lse = nullptr, *delta = nullptr;
-    if (rows > 0) {
-      lse = static_cast<float *>(args.scratch(sizeof(float) * scratch::attentionGradFloats(rows)));
-      delta = lse + rows;
-      int64_t blocks = a.batch * a.queryHeads * tilesOf(a.queries);
+    if (int64_t blocks = a.batch * a.queryHeads * tilesOf(a.queries); blocks > 0) {
       constexpr size_t bytes = QueryGradLayout<D>::bytes;
       allowSharedMemory(args, flashQueryGrad<D>, bytes);
       flashQueryGrad<D><<<static_cast<unsigned>(blocks), kWarps * 32, bytes, args.stream>>>(

@@ -87,13 +87,15 @@ AttentionDims attentionDims(const KernelArgs &args, size_t lengthsOperand);
 
 /// Enqueues mt.attention on tensor cores and returns true when they serve it: q, k and v
 /// bf16 and 16-byte aligned, one head depth of 64 or 128 for both. On false nothing ran.
-/// The shapes must already be checked (attentionDims, the result's shape).
-bool flashAttention(const KernelArgs &args, const AttentionDims &a);
+/// The shapes must already be checked (attentionDims, the result's shape); `lse` (fp32, one
+/// per query row) receives each row's log-sum-exp unless null.
+bool flashAttention(const KernelArgs &args, const AttentionDims &a, float *lse);
 
-/// The same for mt.attention_grad (operands q, k, v, grad; results dq, dk, dv), the grad
-/// bf16 too. Its scratch is 2 * batch * queryHeads * queries floats, as for the general
-/// kernels.
-bool flashAttentionGrad(const KernelArgs &args, const AttentionDims &a);
+/// The same for mt.attention_grad (operands q, k, v, grad, ...; results dq, dk, dv), the
+/// grad bf16 too, from the forward's log-sum-exp and each row's delta = grad . output (fp32,
+/// one per query row each).
+bool flashAttentionGrad(const KernelArgs &args, const AttentionDims &a, const float *lse,
+                        const float *delta);
 
 } // namespace mt::cuda
 

@@ -25,9 +25,10 @@ const std::string &KernelArgs::op() const { return command.op(); }
 
 void KernelArgs::fail(const std::string &message) const { viewOf(command).fail(message); }
 
-void KernelArgs::expectCounts(size_t minOperands, size_t maxOperands, size_t resultCount) const {
-  viewOf(command).expectCounts(operands.size(), minOperands, maxOperands, resultCount,
-                               results.size());
+void KernelArgs::expectCounts(size_t minOperands, size_t maxOperands, size_t minResults,
+                              size_t maxResults) const {
+  viewOf(command).expectCounts(operands.size(), minOperands, maxOperands, results.size(),
+                               minResults, maxResults);
 }
 
 const DeviceTensor &KernelArgs::real(size_t operand) const {

@@ -37,9 +37,14 @@ public:
   const std::string &op() const;
   [[noreturn]] void fail(const std::string &message) const;
   /// Checks the operand and result counts.
-  void expectCounts(size_t minOperands, size_t maxOperands, size_t resultCount) const;
+  void expectCounts(size_t minOperands, size_t maxOperands, size_t minResults,
+                    size_t maxResults) const;
+  void expectCounts(size_t minOperands, size_t maxOperands, size_t count) const {
+    expectCounts(minOperands, maxOperands, count, count);
+  }
 
   size_t operandCount() const { return operands.size(); }
+  size_t resultCount() const { return results.size(); }
   const DeviceTensor &in(size_t i) const { return operands.at(i); }
   const DeviceTensor &out(size_t i) const { return results.at(i); }
   /// The operand or result, which must hold reals (F32 or BF16) / integers.

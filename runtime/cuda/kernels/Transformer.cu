@@ -254,12 +254,13 @@ __device__ __forceinline__ void loadRow(float *to, Ref from, int64_t first, int 
     to[c] = loadReal(from, first + c);
 }
 
-/// One warp per query row: online softmax over the visible keys, out = sum_j p_j v_j.
+/// One warp per query row: online softmax over the visible keys, out = sum_j p_j v_j, and
+/// the row's log-sum-exp into `lse` unless null.
 /// Shared: keys [kTile][depth + 1] (padded so that lanes scoring different keys hit
 /// different banks), values [kTile][valueDepth], the warps' query rows [kWarps][depth].
 template <int N>
 __global__ void __launch_bounds__(kThreads)
-    attentionForward(Ref q, Ref k, Ref v, Ref out, AttentionDims a) {
+    attentionForward(Ref q, Ref k, Ref v, Ref out, float *lse, AttentionDims a) {
   extern __shared__ float shared[];
   const int depth = static_cast<int>(a.depth), valueDepth = static_cast<int>(a.valueDepth);
   const int keyStride = depth + 1;
@@ -314,21 +315,36 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int r = 0; r < N; ++r) {
     int c = lane + 32 * r;
-    // No visible key (keys == 0) leaves the row zero, as on the host.
+    // No visible key (keys == 0) leaves the row zero and its log-sum-exp 0, as on the host.
     if (c < valueDepth)
       storeReal(out, base + c, total > 0.0f ? acc[r] / total : 0.0f);
   }
+  if (lse && lane == 0)
+    lse[head * a.queries + row] = total > 0.0f ? runningMax + logf(total) : 0.0f;
 }
 
-/// Gradient pass A, one warp per query row. The first sweep over the visible keys recomputes
-/// the row's logsumexp and delta = sum_j p_j (g . v_j) (online, like the forward); the
-/// second accumulates dq = scale * sum_j p_j (g . v_j - delta) k_j. lse and delta go to
-/// fp32 [batch * query heads * queries] for pass B.
+/// delta = grad . output for each query row (of `width`), a warp per row, into fp32.
+__global__ void attentionDelta(Ref grad, Ref output, float *delta, int64_t rows, int width) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t row = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32; row < rows;
+       row += static_cast<int64_t>(gridDim.x) * blockDim.x / 32) {
+    float sum = 0.0f;
+    for (int c = lane; c < width; c += 32)
+      sum += loadReal(grad, row * width + c) * loadReal(output, row * width + c);
+    sum = warpSum(sum);
+    if (lane == 0)
+      delta[row] = sum;
+  }
+}
+
+/// Gradient pass A, one warp per query row: dq = scale * sum_j p_j (g . v_j - delta) k_j
+/// over the visible keys, p_j = exp(logit_j - lse) from the forward's log-sum-exp and
+/// delta = g . out (attentionDelta), each fp32 [batch * query heads * queries].
 /// Shared: keys [kTile][depth + 1], values [kTile][valueDepth + 1] (both scored a row per
 /// lane, hence padded), then per warp its query row [depth] and grad row [valueDepth].
 template <int N>
 __global__ void __launch_bounds__(kThreads)
-    attentionQueryGrad(Ref q, Ref k, Ref v, Ref g, Ref dq, float *lse, float *delta,
+    attentionQueryGrad(Ref q, Ref k, Ref v, Ref g, Ref dq, const float *lse, const float *delta,
                        AttentionDims a) {
   extern __shared__ float shared[];
   const int depth = static_cast<int>(a.depth), valueDepth = static_cast<int>(a.valueDepth);
@@ -372,23 +388,7 @@ __global__ void __launch_bounds__(kThreads)
     return s;
   };
 
-  float runningMax = -CUDART_INF_F, total = 0.0f, weighted = 0.0f;
-  for (int64_t t0 = start; t0 < seen; t0 += kTile) {
-    Scored s = scoreTile(t0);
-    if (s.mine == 0)
-      continue;
-    float next = fmaxf(runningMax, warpMax(s.score));
-    float correction = expf(runningMax - next);
-    float p = expf(s.score - next);
-    total = total * correction + warpSum(p);
-    weighted = weighted * correction + warpSum(p * s.dp);
-    runningMax = next;
-  }
-  float rowLse = runningMax + logf(total), rowDelta = weighted / total;
-  if (active && lane == 0) {
-    lse[at] = rowLse;
-    delta[at] = rowDelta;
-  }
+  float rowLse = active ? lse[at] : 0.0f, rowDelta = active ? delta[at] : 0.0f;
 
   float acc[N] = {};
   for (int64_t t0 = start; t0 < seen; t0 += kTile) {
@@ -525,33 +525,47 @@ void withColumnsPerLane(const KernelArgs &args, const AttentionDims &a, F &&body
               ") are not supported on the device");
 }
 
+/// The data of `lse`, an attention's log-sum-exp (a result or operand of `args`), checked to
+/// be one fp32 per query row.
+float *lseOf(const KernelArgs &args, const DeviceTensor &lse, const AttentionDims &a) {
+  if (std::string error = shapes::attentionLse(lse.shape, a); !error.empty())
+    args.fail(error);
+  if (lse.storage != Storage::F32)
+    args.fail("lse must be fp32 on the device");
+  return static_cast<float *>(lse.data);
+}
+
 void attention(const KernelArgs &args) {
-  args.expectCounts(3, 4, 1);
+  args.expectCounts(3, 4, 1, 2);
   AttentionDims a = attentionDims(args, 3);
   if (args.out(0).shape !=
       std::vector<int64_t>{a.batch, a.queryHeads, a.queries, a.valueDepth})
     args.fail("the result is not [batch, query heads, queries, value depth]");
+  float *lse = args.resultCount() == 2 ? lseOf(args, args.out(1), a) : nullptr;
   Ref q = args.real(0).ref(), k = args.real(1).ref(), v = args.real(2).ref();
   Ref out = args.realResult(0).ref();
   int64_t blocks = a.batch * a.queryHeads * ((a.queries + kWarps - 1) / kWarps);
-  if (blocks == 0 || a.valueDepth == 0 || flashAttention(args, a))
+  if (blocks == 0 || flashAttention(args, a, lse))
     return;
   withColumnsPerLane(args, a, [&](auto columns) {
     constexpr int N = decltype(columns)::value;
     size_t bytes =
         sizeof(float) * (kTile * (a.depth + 1) + kTile * a.valueDepth + kWarps * a.depth);
     allowSharedMemory(args, attentionForward<N>, bytes);
-    attentionForward<N><<<static_cast<unsigned>(blocks), kThreads, bytes, args.stream>>>(
-        q, k, v, out, a);
+    attentionForward<N>
+        <<<static_cast<unsigned>(blocks), kThreads, bytes, args.stream>>>(q, k, v, out, lse, a);
     checkLaunch(args);
   });
 }
 
 void attentionGrad(const KernelArgs &args) {
-  args.expectCounts(4, 5, 3);
-  AttentionDims a = attentionDims(args, 4);
+  args.expectCounts(6, 7, 3);
+  AttentionDims a = attentionDims(args, 6);
   if (args.in(3).shape != std::vector<int64_t>{a.batch, a.queryHeads, a.queries, a.valueDepth})
     args.fail("the grad is not [batch, query heads, queries, value depth]");
+  if (args.in(4).shape != args.in(3).shape)
+    args.fail("the forward's output differs in shape from the grad");
+  const float *lse = lseOf(args, args.in(5), a);
   for (size_t r = 0; r < 3; ++r)
     if (args.out(r).shape != args.in(r).shape)
       args.fail("result " + std::to_string(r) + " differs in shape from operand " +
@@ -560,15 +574,19 @@ void attentionGrad(const KernelArgs &args) {
       g = args.real(3).ref();
   Ref dq = args.realResult(0).ref(), dk = args.realResult(1).ref(),
       dv = args.realResult(2).ref();
-  if (flashAttentionGrad(args, a))
+  int64_t rows = a.batch * a.queryHeads * a.queries;
+  float *delta = nullptr;
+  if (rows > 0) {
+    delta = static_cast<float *>(args.scratch(sizeof(float) * scratch::attentionGradFloats(rows)));
+    attentionDelta<<<std::min<unsigned>(blocksFor(rows * 32), 65535u), 256, 0, args.stream>>>(
+        g, args.real(4).ref(), delta, rows, static_cast<int>(a.valueDepth));
+    checkLaunch(args);
+  }
+  if (flashAttentionGrad(args, a, lse, delta))
     return;
   withColumnsPerLane(args, a, [&](auto columns) {
     constexpr int N = decltype(columns)::value;
-    int64_t rows = a.batch * a.queryHeads * a.queries;
-    float *lse = nullptr, *delta = nullptr;
     if (rows > 0) {
-      lse = static_cast<float *>(args.scratch(sizeof(float) * scratch::attentionGradFloats(rows)));
-      delta = lse + rows;
       int64_t blocks = a.batch * a.queryHeads * ((a.queries + kWarps - 1) / kWarps);
       size_t bytes = sizeof(float) * (kTile * (a.depth + 1) + kTile * (a.valueDepth + 1) +
                                       kWarps * (a.depth + a.valueDepth));
