@@ -7,6 +7,8 @@
 
 #include <cuda_bf16.h>
 
+#include <cstdint>
+
 namespace mt::cuda {
 
 __device__ __forceinline__ float loadReal(Ref ref, int64_t i) {
@@ -39,6 +41,52 @@ __device__ __forceinline__ void storeInt(Ref ref, int64_t i, int64_t value) {
   default: storeReal(ref, i, static_cast<float>(value));
   }
 }
+
+/// Reals i..i+V-1 of `ref` into `out`: for V = 8 a 16-byte load of bf16 (two of fp32), which
+/// needs i a multiple of 8 and the data 16-byte aligned (aligned16); for V = 1 one element.
+template <int V> __device__ __forceinline__ void loadReals(Ref ref, int64_t i, float (&out)[V]) {
+  static_assert(V == 1 || V == 8, "one element or a 16-byte piece of bf16");
+  if constexpr (V == 1) {
+    out[0] = loadReal(ref, i);
+  } else if (ref.storage == Storage::BF16) {
+    uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __nv_bfloat16 *>(ref.data) + i);
+    const __nv_bfloat162 *pairs = reinterpret_cast<const __nv_bfloat162 *>(&raw);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      float2 pair = __bfloat1622float2(pairs[k]);
+      out[2 * k] = pair.x;
+      out[2 * k + 1] = pair.y;
+    }
+  } else {
+    const float4 *quads =
+        reinterpret_cast<const float4 *>(static_cast<const float *>(ref.data) + i);
+    float4 low = quads[0], high = quads[1];
+    out[0] = low.x, out[1] = low.y, out[2] = low.z, out[3] = low.w;
+    out[4] = high.x, out[5] = high.y, out[6] = high.z, out[7] = high.w;
+  }
+}
+
+/// Stores `values` as reals i..i+V-1 of `ref`, as loadReals reads them.
+template <int V>
+__device__ __forceinline__ void storeReals(Ref ref, int64_t i, const float (&values)[V]) {
+  if constexpr (V == 1) {
+    storeReal(ref, i, values[0]);
+  } else if (ref.storage == Storage::BF16) {
+    uint4 raw;
+    __nv_bfloat162 *pairs = reinterpret_cast<__nv_bfloat162 *>(&raw);
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      pairs[k] = __floats2bfloat162_rn(values[2 * k], values[2 * k + 1]);
+    *reinterpret_cast<uint4 *>(static_cast<__nv_bfloat16 *>(ref.data) + i) = raw;
+  } else {
+    float4 *quads = reinterpret_cast<float4 *>(static_cast<float *>(ref.data) + i);
+    quads[0] = make_float4(values[0], values[1], values[2], values[3]);
+    quads[1] = make_float4(values[4], values[5], values[6], values[7]);
+  }
+}
+
+/// Whether a tensor's data may be read and written in 16-byte pieces.
+inline bool aligned16(Ref ref) { return reinterpret_cast<uintptr_t>(ref.data) % 16 == 0; }
 
 /// Blocks of `threads` covering `n` items, for one-item-per-thread launches.
 inline unsigned blocksFor(int64_t n, int threads = 256) {

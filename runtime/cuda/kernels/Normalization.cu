@@ -524,37 +524,64 @@ __device__ float2 rowMoments(Ref x, int64_t base, int64_t d, float epsilon) {
   return {mean, 1.f / sqrtf(blockSum(squares) / static_cast<float>(d) + epsilon)};
 }
 
+/// rms_norm, a block per row, each thread V reals at a time (loadReals).
+template <int V>
 __global__ void rmsNormKernel(Ref x, Ref w, Ref y, int64_t rows, int64_t d, float epsilon) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * d;
     float squares = 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      float v = loadReal(x, base + j);
-      squares += v * v;
+    for (int64_t j = threadIdx.x * V; j < d; j += blockDim.x * V) {
+      float xs[V];
+      loadReals<V>(x, base + j, xs);
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        squares += xs[k] * xs[k];
     }
     float inv = 1.f / sqrtf(blockSum(squares) / static_cast<float>(d) + epsilon);
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x)
-      storeReal(y, base + j, loadReal(x, base + j) * inv * loadReal(w, j));
+    for (int64_t j = threadIdx.x * V; j < d; j += blockDim.x * V) {
+      float xs[V], ws[V], ys[V];
+      loadReals<V>(x, base + j, xs);
+      loadReals<V>(w, j, ws);
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        ys[k] = xs[k] * inv * ws[k];
+      storeReals<V>(y, base + j, ys);
+    }
   }
 }
 
+/// rms_norm_grad's input gradient, as rmsNormKernel reads rows; each row's 1 / rms to `invs`.
+template <int V>
 __global__ void rmsNormGradKernel(Ref x, Ref w, Ref g, Ref dx, int64_t rows, int64_t d,
                                   float epsilon, float *invs) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * d;
     float squares = 0.f, dot = 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      float xj = loadReal(x, base + j);
-      squares += xj * xj;
-      dot += loadReal(g, base + j) * loadReal(w, j) * xj;
+    for (int64_t j = threadIdx.x * V; j < d; j += blockDim.x * V) {
+      float xs[V], ws[V], gs[V];
+      loadReals<V>(x, base + j, xs);
+      loadReals<V>(w, j, ws);
+      loadReals<V>(g, base + j, gs);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        squares += xs[k] * xs[k];
+        dot += gs[k] * ws[k] * xs[k];
+      }
     }
     squares = blockSum(squares);
     dot = blockSum(dot);
     float inv = 1.f / sqrtf(squares / static_cast<float>(d) + epsilon);
     float correction = inv * inv * inv * dot / static_cast<float>(d);
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x)
-      storeReal(dx, base + j,
-                inv * loadReal(w, j) * loadReal(g, base + j) - loadReal(x, base + j) * correction);
+    for (int64_t j = threadIdx.x * V; j < d; j += blockDim.x * V) {
+      float xs[V], ws[V], gs[V], dxs[V];
+      loadReals<V>(x, base + j, xs);
+      loadReals<V>(w, j, ws);
+      loadReals<V>(g, base + j, gs);
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        dxs[k] = inv * ws[k] * gs[k] - xs[k] * correction;
+      storeReals<V>(dx, base + j, dxs);
+    }
     if (threadIdx.x == 0)
       invs[row] = inv;
   }
@@ -655,6 +682,11 @@ void normParamGrads(const KernelArgs &args, Ref x, Ref g, const float *means, co
   }
 }
 
+/// Whether rows of `d` reals of every tensor of `refs` run in 16-byte pieces (loadReals<8>).
+bool inPieces(int64_t d, std::initializer_list<Ref> refs) {
+  return d % 8 == 0 && std::all_of(refs.begin(), refs.end(), aligned16);
+}
+
 /// The row length (last axis) of a normalization, checking its weight-like operands.
 int64_t normRow(const KernelArgs &args, std::initializer_list<size_t> vectors) {
   std::vector<std::pair<size_t, int64_t>> sizes;
@@ -688,7 +720,8 @@ void rmsNorm(const KernelArgs &args) {
   int64_t rows = rowsOf(args, d);
   if (rows == 0)
     return;
-  rmsNormKernel<<<gridFor(rows), lineThreads(d), 0, args.stream>>>(x, w, y, rows, d, epsilon);
+  auto kernel = inPieces(d, {x, w, y}) ? rmsNormKernel<8> : rmsNormKernel<1>;
+  kernel<<<gridFor(rows), lineThreads(d), 0, args.stream>>>(x, w, y, rows, d, epsilon);
   checkLaunch(args);
 }
 
@@ -705,8 +738,8 @@ void rmsNormGrad(const KernelArgs &args) {
   int64_t rows = rowsOf(args, d);
   float *invs = scratchFloats(args, rows);
   if (rows > 0) {
-    rmsNormGradKernel<<<gridFor(rows), lineThreads(d), 0, args.stream>>>(x, w, g, dx, rows, d,
-                                                                          epsilon, invs);
+    auto kernel = inPieces(d, {x, w, g, dx}) ? rmsNormGradKernel<8> : rmsNormGradKernel<1>;
+    kernel<<<gridFor(rows), lineThreads(d), 0, args.stream>>>(x, w, g, dx, rows, d, epsilon, invs);
     checkLaunch(args);
   }
   normParamGrads<false>(args, x, g, nullptr, invs, rows, d, dw, Ref{});
