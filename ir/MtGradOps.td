@@ -54,6 +54,20 @@ def MT_ActivationGradOp : MT_GradOp<"activation_grad",
   let assemblyFormat = "$activation $input `,` $grad attr-dict `:` type($result)";
 }
 
+def MT_GluGradOp : MT_GradOp<"glu_grad",
+    [AllTypesMatch<["gate", "up", "grad", "gate_grad", "up_grad"]>]> {
+  let summary = "gradients of mt.glu: grad * up * f'(gate) and grad * f(gate)";
+  let description = [{
+    ```mlir
+    %dgate, %dup = mt.glu_grad "silu" %gate, %up, %g : tensor<2x16x128xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$activation, MT_FloatTensor:$gate, MT_FloatTensor:$up,
+                       MT_FloatTensor:$grad);
+  let results = (outs MT_FloatTensor:$gate_grad, MT_FloatTensor:$up_grad);
+  let assemblyFormat = "$activation $gate `,` $up `,` $grad attr-dict `:` type($grad)";
+}
+
 def MT_RopeGradOp : MT_GradOp<"rope_grad"> {
   let summary = "gradient of mt.rope with respect to its input";
   let description = [{

@@ -468,6 +468,18 @@ LogicalResult LayerNormGradOp::verify() {
   return verifyChannelVector(*this, getWeight(), "weight");
 }
 
+/// The gates mt.glu takes.
+static LogicalResult verifyGate(Operation *op, StringRef activation) {
+  if (!llvm::is_contained({"silu", "gelu", "gelu_tanh"}, activation))
+    return op->emitOpError("unknown gate activation \"")
+           << activation << "\" (silu, gelu or gelu_tanh)";
+  return success();
+}
+
+LogicalResult GluOp::verify() { return verifyGate(*this, getActivation()); }
+
+LogicalResult GluGradOp::verify() { return verifyGate(*this, getActivation()); }
+
 LogicalResult ActivationGradOp::verify() {
   if (!llvm::is_contained({"gelu", "gelu_tanh", "silu", "relu", "erf", "sigmoid", "tanh"},
                           getActivation()))

@@ -159,6 +159,23 @@ def MT_GeluOp : MT_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def MT_GluOp : MT_Op<"glu", [Pure, AllTypesMatch<["gate", "up", "result"]>]> {
+  let summary = "gated linear unit: activation(gate) * up (SwiGLU, GeGLU)";
+  let description = [{
+    `activation` names the gate's function: "silu" (SwiGLU: Llama, Mistral, Qwen), "gelu" or
+    "gelu_tanh" (GeGLU: Gemma). One pass over both halves instead of an activation whose
+    result is written and read again by a product.
+
+    ```mlir
+    %0 = mt.glu "silu" %gate, %up : tensor<2x16x128xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$activation, MT_FloatTensor:$gate, MT_FloatTensor:$up);
+  let results = (outs MT_FloatTensor:$result);
+  let assemblyFormat = "$activation $gate `,` $up attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def MT_WhereOp : MT_Op<"where", [Pure, ResultsBroadcastableShape]> {
   let summary = "elementwise select: condition ? true_value : false_value";
   let description = [{

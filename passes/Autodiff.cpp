@@ -317,6 +317,13 @@ LogicalResult Differentiator::differentiate(Operation *op) {
         accumulate(unary.getInput(), activationGrad(loc, name, unary.getInput(), g));
         return success();
       })
+      .Case<GluOp>([&](GluOp glu) {
+        auto grad = b.create<GluGradOp>(loc, glu.getType(), glu.getType(), glu.getActivationAttr(),
+                                        glu.getGate(), glu.getUp(), g);
+        accumulate(glu.getGate(), grad.getGateGrad());
+        accumulate(glu.getUp(), grad.getUpGrad());
+        return success();
+      })
       .Case<GeluOp>([&](GeluOp gelu) {
         StringRef name = gelu.getApproximate() == "tanh" ? "gelu_tanh" : "gelu";
         accumulate(gelu.getInput(), activationGrad(loc, name, gelu.getInput(), g));

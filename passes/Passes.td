@@ -66,7 +66,18 @@ def RaiseSiluPass : Pass<"mt-raise-silu", "mlir::ModuleOp"> {
   let summary = "x * sigmoid(x) -> mt.silu";
   let description = [{
     Before: `mt.mul %x, (mt.sigmoid %x)` in either operand order. After: `mt.silu %x`; the
-    SwiGLU product `silu(gate) * up` stays an `mt.mul` of the two.
+    SwiGLU product `silu(gate) * up` is mt-raise-glu's.
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
+def RaiseGluPass : Pass<"mt-raise-glu", "mlir::ModuleOp"> {
+  let summary = "activation(gate) * up -> mt.glu";
+  let description = [{
+    Before: `mt.mul (mt.silu %gate), %up` (or `mt.gelu`, either operand order) where the
+    activation feeds only that product and the three types match. After:
+    `mt.glu "silu" %gate, %up`, whose kernels read both halves once and never write the
+    activation.
   }];
   let dependentDialects = ["mt::MTDialect"];
 }

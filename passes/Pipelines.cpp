@@ -26,6 +26,8 @@ void buildRaisePassPipeline(OpPassManager &pm) {
   pm.addPass(createRaiseRmsNormPass());
   pm.addPass(createRaiseGeluPass());
   pm.addPass(createRaiseSiluPass());
+  // Gated units once their activations are raised.
+  pm.addPass(createRaiseGluPass());
   // RoPE before attention: attention's keys are traced back through the repeat of
   // grouped-query heads to whatever produced them, by then an mt.rope.
   pm.addPass(createRaiseRopePass());

@@ -3,7 +3,9 @@
 #include "runtime/host/KernelSupport.h"
 
 #include <cmath>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 namespace mt::host::detail {
 namespace {
@@ -91,6 +93,7 @@ void unary(const Args<T> &args, F f) {
     y[i] = static_cast<T>(f(static_cast<double>(x[i])));
 }
 
+double silu(double x) { return x * sigmoid(x); }
 double geluExact(double x) { return 0.5 * x * (1.0 + std::erf(x / kSqrt2)); }
 double geluTanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
@@ -155,6 +158,53 @@ void activationGrad(const Args<T> &args) {
     args.fail("input, grad and result differ in size");
   for (size_t i = 0; i < x.size(); ++i)
     out[i] = static_cast<T>(static_cast<double>(g[i]) * derivative(static_cast<double>(x[i])));
+}
+
+/// f and f' of the gate activations mt.glu takes; {null, null} for another name.
+std::pair<double (*)(double), double (*)(double)> gateFunctions(const std::string &name) {
+  if (name == "silu")
+    return {silu, activationDerivative(name)};
+  if (name == "gelu")
+    return {geluExact, activationDerivative(name)};
+  if (name == "gelu_tanh")
+    return {geluTanh, activationDerivative(name)};
+  return {nullptr, nullptr};
+}
+
+/// The gate, up and (for the gradient) grad operands of mt.glu / mt.glu_grad, which must
+/// agree in size with each other and the results.
+template <typename T> auto gateFunctionsOf(const Args<T> &args) {
+  auto functions = gateFunctions(args.attrString("activation", ""));
+  if (!functions.first)
+    args.fail("unknown gate activation \"" + args.attrString("activation", "") + "\"");
+  for (size_t i = 1; i < args.operands.size(); ++i)
+    if (args.in(i).size() != args.in(0).size())
+      args.fail("operand " + std::to_string(i) + " differs in size from the gate");
+  for (size_t r = 0; r < args.results.size(); ++r)
+    if (args.out(r).size() != args.in(0).size())
+      args.fail("result " + std::to_string(r) + " differs in size from the gate");
+  return functions;
+}
+
+template <typename T> void glu(const Args<T> &args) {
+  args.expectCounts(2, 2, 1);
+  auto [f, derivative] = gateFunctionsOf(args);
+  const std::vector<T> &gate = args.reals(0), &up = args.reals(1);
+  std::vector<T> &out = args.realResult(0);
+  for (size_t i = 0; i < gate.size(); ++i)
+    out[i] = static_cast<T>(f(static_cast<double>(gate[i])) * static_cast<double>(up[i]));
+}
+
+template <typename T> void gluGrad(const Args<T> &args) {
+  args.expectCounts(3, 3, 2);
+  auto [f, derivative] = gateFunctionsOf(args);
+  const std::vector<T> &gate = args.reals(0), &up = args.reals(1), &g = args.reals(2);
+  std::vector<T> &dgate = args.realResult(0), &dup = args.realResult(1);
+  for (size_t i = 0; i < gate.size(); ++i) {
+    double x = static_cast<double>(gate[i]), gi = static_cast<double>(g[i]);
+    dgate[i] = static_cast<T>(gi * static_cast<double>(up[i]) * derivative(x));
+    dup[i] = static_cast<T>(gi * f(x));
+  }
 }
 
 template <typename T>
@@ -267,11 +317,11 @@ void addElementwiseKernels(KernelMap<T> &kernels) {
   kernels["mt.sin"] = [](const Args<T> &args) {
     unary(args, [](double x) { return std::sin(x); });
   };
-  kernels["mt.silu"] = [](const Args<T> &args) {
-    unary(args, [](double x) { return x * sigmoid(x); });
-  };
+  kernels["mt.silu"] = [](const Args<T> &args) { unary(args, silu); };
   kernels["mt.gelu"] = gelu<T>;
   kernels["mt.activation_grad"] = activationGrad<T>;
+  kernels["mt.glu"] = glu<T>;
+  kernels["mt.glu_grad"] = gluGrad<T>;
   kernels["mt.where"] = where<T>;
   kernels["mt.is_nan"] = [](const Args<T> &args) {
     classify(args, [](T x) { return std::isnan(x); });

@@ -279,6 +279,15 @@ func.func @attention_grad_lse(%q: tensor<2x4x16x8xf32>, %l: tensor<2x4x16xf64>) 
 
 // -----
 
+// Tests that a gate activation mt.glu has no kernels for is rejected.
+func.func @glu_activation(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{unknown gate activation "relu" (silu, gelu or gelu_tanh)}}
+  %0 = mt.glu "relu" %x, %x : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 // Tests that a sliding window without causality is rejected.
 func.func @window_not_causal(%q: tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32> {
   // expected-error @+1 {{window must be at least 1 and needs causal, got 4}}

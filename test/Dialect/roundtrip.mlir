@@ -1,6 +1,7 @@
 // RUN: mt-opt %s | mt-opt | FileCheck %s
 
-// Tests that parameters, their reads and a fused block print and parse back unchanged.
+// Tests that parameters, their reads and a fused block (a gated unit and its gradient too)
+// print and parse back unchanged.
 // CHECK-LABEL: mt.parameter @w : tensor<32x96xf32>
 // CHECK: mt.parameter @ext : tensor<4xf32> {external_file = "m.data", length = 16 : i64, offset = 64 : i64}
 // CHECK: mt.parameter @add_6 : tensor<4xf32> {source_name = "model.norm.weight", source_offset = 1.000000e+00 : f64}
@@ -10,6 +11,8 @@
 // CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.3535{{[0-9]*}} causal :
 // CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.3535{{[0-9]*}} causal window = 4 softcap = 5.000000e+01 :
 // CHECK: mt.gelu %{{.*}} approximate = "tanh"
+// CHECK: %[[H:.*]] = mt.glu "silu" %{{.*}}, %{{.*}} : tensor<2x16x32xf32>
+// CHECK: mt.glu_grad "silu" %{{.*}}, %{{.*}}, %[[H]] : tensor<2x16x32xf32>
 mt.parameter @w : tensor<32x96xf32>
 mt.parameter @ext : tensor<4xf32> {external_file = "m.data", offset = 64 : i64, length = 16 : i64}
 mt.parameter @add_6 : tensor<4xf32> {source_name = "model.norm.weight", source_offset = 1.0 : f64}
@@ -20,7 +23,9 @@ func.func @block(%x: tensor<2x16x32xf32>, %q: tensor<2x4x16x8xf32>, %k: tensor<2
   %a = mt.attention %q, %k, %k scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
   %aw = mt.attention %q, %k, %k scale = 0.35355339059327373 causal window = 4 softcap = 50.0 : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
   %g = mt.gelu %x approximate = "tanh" : tensor<2x16x32xf32>
-  return %y, %a, %g : tensor<2x16x96xf32>, tensor<2x4x16x8xf32>, tensor<2x16x32xf32>
+  %h = mt.glu "silu" %x, %g : tensor<2x16x32xf32>
+  %dgate, %dup = mt.glu_grad "silu" %x, %g, %h : tensor<2x16x32xf32>
+  return %y, %a, %dgate : tensor<2x16x96xf32>, tensor<2x4x16x8xf32>, tensor<2x16x32xf32>
 }
 
 // Tests that constants, every elementwise op, where and cast print and parse back.

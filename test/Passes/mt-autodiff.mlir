@@ -65,6 +65,23 @@ func.func @forward() -> tensor<f32> {
 
 // -----
 
+// Tests that a gated unit's gradient is one mt.glu_grad giving both halves' gradients.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[H:.*]] = mt.glu "gelu_tanh" %[[GATE:[0-9]+]], %[[UP:[0-9]+]] : tensor<4x8xf32>
+// CHECK: %[[DG:[a-z_0-9]+]], %[[DU:[a-z_0-9]+]] = mt.glu_grad "gelu_tanh" %[[GATE]], %[[UP]], %{{.*}} : tensor<4x8xf32>
+// CHECK: return %{{.*}}, %[[DG]], %[[DU]]
+mt.parameter @gate : tensor<4x8xf32>
+mt.parameter @up : tensor<4x8xf32>
+func.func @forward() -> tensor<f32> {
+  %gate = mt.param @gate : tensor<4x8xf32>
+  %up = mt.param @up : tensor<4x8xf32>
+  %h = mt.glu "gelu_tanh" %gate, %up : tensor<4x8xf32>
+  %s = mt.reduce_sum %h axes = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
 // Tests that an op without a gradient rule on the loss's path (here a gradient op, which is
 // never differentiated again) is an error naming it.
 mt.parameter @w : tensor<3x4xf32>

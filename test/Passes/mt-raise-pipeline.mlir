@@ -27,13 +27,13 @@ mt.parameter @w_down : tensor<32x16xf32>
 // CHECK: %[[XN2:.*]] = mt.rms_norm %[[H2]], %{{.*}} epsilon
 // CHECK-DAG: %[[G:.*]] = mt.linear %[[XN2]], %{{.*}} : (tensor<1x4x16xf32>, tensor<16x32xf32>) -> tensor<1x4x32xf32>
 // CHECK-DAG: %[[U:.*]] = mt.linear %[[XN2]], %{{.*}} : (tensor<1x4x16xf32>, tensor<16x32xf32>) -> tensor<1x4x32xf32>
-// CHECK-DAG: %[[S:.*]] = mt.silu %[[G]]
-// CHECK: %[[GU:.*]] = mt.mul %[[S]], %[[U]]
+// CHECK: %[[GU:.*]] = mt.glu "silu" %[[G]], %[[U]]
 // CHECK: mt.linear %[[GU]], %{{.*}} : (tensor<1x4x32xf32>, tensor<32x16xf32>) -> tensor<1x4x16xf32>
 // CHECK-NOT: mt.gather
 // CHECK-NOT: mt.matmul
 // CHECK-NOT: mt.softmax
 // CHECK-NOT: mt.rsqrt
+// CHECK-NOT: mt.silu
 // CHECK-NOT: mt.concat
 // CHECK-NOT: mt.expand
 // CHECK-NOT: mt.sigmoid

@@ -375,6 +375,69 @@ void activationGrad(const KernelArgs &args) {
     args.fail("unknown activation \"" + name + "\"");
 }
 
+/// mt.glu (out = f(gate) * up) or, with Grad, mt.glu_grad (out = g * up * f'(gate),
+/// upOut = g * f(gate)), V reals a thread at a time (loadReals).
+template <typename F, typename D, int V, bool Grad>
+__global__ void gluKernel(Ref gate, Ref up, Ref g, Ref out, Ref upOut, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * V;
+  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V; i < n;
+       i += stride) {
+    float x[V], u[V], r[V];
+    loadReals<V>(gate, i, x);
+    loadReals<V>(up, i, u);
+    if constexpr (Grad) {
+      float gs[V], du[V];
+      loadReals<V>(g, i, gs);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        r[k] = gs[k] * u[k] * D{}(x[k]);
+        du[k] = gs[k] * F{}(x[k]);
+      }
+      storeReals<V>(upOut, i, du);
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        r[k] = F{}(x[k]) * u[k];
+    }
+    storeReals<V>(out, i, r);
+  }
+}
+
+template <typename F, typename D, bool Grad> void launchGlu(const KernelArgs &args) {
+  Ref gate = args.real(0).ref(), up = args.real(1).ref(), out = args.realResult(0).ref();
+  Ref g = Grad ? args.real(2).ref() : Ref{}, upOut = Grad ? args.realResult(1).ref() : Ref{};
+  int64_t n = args.in(0).size();
+  for (size_t i = 1; i < args.operandCount(); ++i)
+    if (args.in(i).size() != n)
+      args.fail("operand " + std::to_string(i) + " differs in size from the gate");
+  for (size_t r = 0; r < args.resultCount(); ++r)
+    if (args.out(r).size() != n)
+      args.fail("result " + std::to_string(r) + " differs in size from the gate");
+  if (n == 0)
+    return;
+  bool pieces = n % 8 == 0 && aligned16(gate) && aligned16(up) && aligned16(out) &&
+                (!Grad || (aligned16(g) && aligned16(upOut)));
+  if (pieces)
+    gluKernel<F, D, 8, Grad>
+        <<<gridFor(n / 8), kThreads, 0, args.stream>>>(gate, up, g, out, upOut, n);
+  else
+    gluKernel<F, D, 1, Grad><<<gridFor(n), kThreads, 0, args.stream>>>(gate, up, g, out, upOut, n);
+  checkLaunch(args);
+}
+
+template <bool Grad> void glu(const KernelArgs &args) {
+  args.expectCounts(Grad ? 3 : 2, Grad ? 3 : 2, Grad ? 2 : 1);
+  std::string name = args.attrString("activation", "");
+  if (name == "silu")
+    launchGlu<Silu, SiluDerivative, Grad>(args);
+  else if (name == "gelu")
+    launchGlu<GeluExact, GeluExactDerivative, Grad>(args);
+  else if (name == "gelu_tanh")
+    launchGlu<GeluTanh, GeluTanhDerivative, Grad>(args);
+  else
+    args.fail("unknown gate activation \"" + name + "\"");
+}
+
 template <bool Real>
 struct Select {
   Ref condition, onTrue, onFalse, out;
@@ -478,6 +541,8 @@ void addElementwiseKernels(DeviceKernelMap &kernels) {
   kernels["mt.cos"] = unary<Cos>;
   kernels["mt.sin"] = unary<Sin>;
   kernels["mt.silu"] = unary<Silu>;
+  kernels["mt.glu"] = glu<false>;
+  kernels["mt.glu_grad"] = glu<true>;
   kernels["mt.gelu"] = gelu;
   kernels["mt.activation_grad"] = activationGrad;
   kernels["mt.where"] = where;

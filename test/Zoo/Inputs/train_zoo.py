@@ -116,7 +116,7 @@ def check_model(name, entry, args, reference):
     return passed, row
 
 
-RAISED = {"embedding", "linear", "layer_norm", "rms_norm", "gelu", "silu", "rope", "attention"}
+RAISED = {"embedding", "linear", "layer_norm", "rms_norm", "gelu", "silu", "glu", "rope", "attention"}
 COLUMNS = ["family", "exporter", "mask", "opset", "raised", "fused attention",
            "first loss error", "worst error", "padded worst error", "GPU worst loss error",
            "GPU worst norm error", "GPU padded worst loss error", "result"]
