@@ -2,7 +2,6 @@
 // online softmax, O(T) memory, deterministic (no atomics; every sum runs in a fixed order).
 #include "runtime/cuda/kernels/FlashAttention.h"
 
-#include "plan/KernelScratch.h"
 #include "runtime/cuda/kernels/Access.cuh"
 
 #include <cuda_bf16.h>
