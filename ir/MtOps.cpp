@@ -260,11 +260,11 @@ LogicalResult RopeOp::verify() {
   return verifyResultShape(*this, Shape(input));
 }
 
-/// Key lengths, where given, are one per sequence of the batch.
-static LogicalResult verifyKeyLengths(Operation *op, Value keyLengths, Value query) {
-  if (!keyLengths || shapeOf(query).empty())
+/// A key span, where given, is a [first, end) pair per sequence of the batch.
+static LogicalResult verifyKeySpan(Operation *op, Value keySpan, Value query) {
+  if (!keySpan || shapeOf(query).empty())
     return success();
-  std::string error = shapes::keyLengths(shapeOf(keyLengths), shapeOf(query).front());
+  std::string error = shapes::keySpan(shapeOf(keySpan), shapeOf(query).front());
   return error.empty() ? success() : op->emitOpError(error);
 }
 
@@ -297,7 +297,7 @@ static LogicalResult verifyLse(Operation *op, Value lse, Value query, Value key,
 LogicalResult AttentionOp::verify() {
   if (failed(verifySameElementType(*this, {getQuery(), getKey(), getValue()})))
     return failure();
-  if (failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())) ||
+  if (failed(verifyKeySpan(*this, getKeySpan(), getQuery())) ||
       failed(verifyWindowAndCap(*this, getCausal(), getWindowAttr(), getSoftcapAttr())) ||
       failed(verifyLse(*this, getLse(), getQuery(), getKey(), getValue(), getCausal())))
     return failure();
@@ -306,11 +306,11 @@ LogicalResult AttentionOp::verify() {
                                                  [&] { return emitOpError(); }));
 }
 
-LogicalResult KeyLengthsOp::verify() {
+LogicalResult KeySpanOp::verify() {
   llvm::ArrayRef<int64_t> mask = shapeOf(getMask());
   if (mask.size() != 2)
     return emitOpError("mask must be [batch, keys], got ") << formatShape(mask);
-  return verifyResultShape(*this, Shape{mask[0]});
+  return verifyResultShape(*this, Shape{mask[0], 2});
 }
 
 LogicalResult CrossEntropyOp::verify() {
@@ -499,7 +499,7 @@ LogicalResult AttentionGradOp::verify() {
   FailureOr<Shape> out = attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
                                         shapeOf(getValue()), getCausal(),
                                         [&] { return emitOpError(); });
-  if (failed(out) || failed(verifyKeyLengths(*this, getKeyLengths(), getQuery())) ||
+  if (failed(out) || failed(verifyKeySpan(*this, getKeySpan(), getQuery())) ||
       failed(verifyWindowAndCap(*this, getCausal(), getWindowAttr(), getSoftcapAttr())))
     return failure();
   if (shapeOf(getGrad()) != llvm::ArrayRef<int64_t>(*out))

@@ -384,8 +384,9 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
     softmax(scale * query @ key^T + mask) @ value, where the mask hides future positions
     when `causal` is set. query [B, Hq, T, D], key [B, Hkv, S, D], value [B, Hkv, S, Dv]:
     Hkv divides Hq and query head h reads key/value head h / (Hq / Hkv). Result [B, Hq, T, Dv].
-    With `key_lengths` [B] (integers), sequence b attends to its first key_lengths[b] keys
-    only: the keys after them are right padding. A row that sees no key is zero.
+    With `key_span` [B, 2] (integers), sequence b attends to its keys
+    key_span[b, 0] <= j < key_span[b, 1] only: the keys before and after them are padding
+    (left and right). A row that sees no key (a left-padded query under causal) is zero.
     `window` W (causal only) is a sliding window: query i sees keys i - W < j <= i, as
     Mistral's and the Gemma 2/3 local layers' masks do. `softcap` c caps the logits before
     the mask, s -> c * tanh(s / c) (Gemma 2).
@@ -397,32 +398,33 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
     ```mlir
     %0 = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
     %3:2 = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
-    %1 = mt.attention %q, %k, %v key_lengths %n scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2xi64>) -> tensor<2x4x16x8xf32>
+    %1 = mt.attention %q, %k, %v key_span %n scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2xi64>) -> tensor<2x4x16x8xf32>
     %2 = mt.attention %q, %k, %v scale = 0.25 causal window = 4096 softcap = 50.0 : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
     ```
   }];
   let arguments = (ins MT_FloatTensor:$query, MT_FloatTensor:$key, MT_FloatTensor:$value,
-                       Optional<MT_IndexTensor>:$key_lengths, F64Attr:$scale,
+                       Optional<MT_IndexTensor>:$key_span, F64Attr:$scale,
                        UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$softcap);
   let results = (outs MT_FloatTensor:$result, Optional<MT_FloatTensor>:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`key_lengths` $key_lengths^)? `scale` `=` $scale
+    $query `,` $key `,` $value (`key_span` $key_span^)? `scale` `=` $scale
     (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def MT_KeyLengthsOp : MT_Op<"key_lengths", [Pure]> {
-  let summary = "the length of each sequence of a right-padded key mask";
+def MT_KeySpanOp : MT_Op<"key_span", [Pure]> {
+  let summary = "where the tokens of each row of a padding mask begin and end";
   let description = [{
-    mask [B, S] (integers or booleans, nonzero where a key is a token) -> [B] i64: the
-    number of leading nonzero entries of each row. For a right-padded mask (each row ones
-    then zeros) that is the count of its tokens, which mt.attention's `key_lengths` takes.
+    mask [B, S] (integers or booleans, nonzero where a key is a token) -> [B, 2] i64: each
+    row's first nonzero entry and one past its last ([0, 0] for a row of zeros). For a mask
+    whose tokens are one run (left padding, tokens, right padding) that span is the mask,
+    which mt.attention's `key_span` takes.
 
     ```mlir
-    %0 = mt.key_lengths %mask : tensor<2x16xi64> -> tensor<2xi64>
+    %0 = mt.key_span %mask : tensor<2x16xi64> -> tensor<2x2xi64>
     ```
   }];
   let arguments = (ins RankedTensorOf<[I1, I8, I32, I64]>:$mask);

@@ -146,11 +146,10 @@ private:
     b.setInsertionPoint(attention);
     auto query = llvm::cast<RankedTensorType>(attention.getQuery().getType());
     auto lse = RankedTensorType::get(query.getShape().drop_back(), query.getElementType());
-    auto both = b.create<AttentionOp>(attention.getLoc(), attention.getResult().getType(), lse,
-                                      attention.getQuery(), attention.getKey(),
-                                      attention.getValue(), attention.getKeyLengths(),
-                                      attention.getScaleAttr(), attention.getCausalAttr(),
-                                      attention.getWindowAttr(), attention.getSoftcapAttr());
+    auto both = b.create<AttentionOp>(
+        attention.getLoc(), attention.getResult().getType(), lse, attention.getQuery(),
+        attention.getKey(), attention.getValue(), attention.getKeySpan(), attention.getScaleAttr(),
+        attention.getCausalAttr(), attention.getWindowAttr(), attention.getSoftcapAttr());
     both->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
     attention.getResult().replaceAllUsesWith(both.getResult());
     return both;
@@ -434,7 +433,7 @@ LogicalResult Differentiator::differentiate(Operation *op) {
         AttentionOp forward = withLse(a);
         auto grad = b.create<AttentionGradOp>(
             loc, a.getQuery().getType(), a.getKey().getType(), a.getValue().getType(), a.getQuery(),
-            a.getKey(), a.getValue(), g, forward.getResult(), forward.getLse(), a.getKeyLengths(),
+            a.getKey(), a.getValue(), g, forward.getResult(), forward.getLse(), a.getKeySpan(),
             a.getScaleAttr(), a.getCausalAttr(), a.getWindowAttr(), a.getSoftcapAttr());
         if (forward != a) {
           gradients.erase(a.getResult());

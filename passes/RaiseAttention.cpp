@@ -172,8 +172,8 @@ std::optional<int64_t> causalWindow(Value mask, int64_t t, Triangle triangle) {
 }
 
 /// Which scores a mask keeps: those at or below the diagonal when `causal` (within `window`
-/// keys of it when that is set), and where a right-padded mask input [B, S] is set, those of
-/// each sequence's first tokens.
+/// keys of it when that is set), and where a padding mask input [B, S] is set, those of each
+/// sequence's tokens.
 struct Mask {
   bool causal = false;
   BlockArgument padding = nullptr;
@@ -345,25 +345,25 @@ Value unguarded(Value value) {
   return value;
 }
 
-/// The lengths of the sequences of a padding input, computed once, before `use` and every
-/// other attention that reads them. Lengths stand for the mask only when each row is ones
-/// then zeros, so the input is marked `mt.right_padded`: the plan records it and the runtime
-/// refuses any other mask.
-Value keyLengthsOf(BlockArgument padding, Operation *use, PatternRewriter &rewriter) {
+/// The span of tokens of each sequence of a padding input, computed once, before `use` and
+/// every other attention that reads it. A span stands for the mask only when each row's
+/// tokens are one run (left padding, tokens, right padding), so the input is marked
+/// `mt.token_span`: the plan records it and the runtime refuses any other mask.
+Value keySpanOf(BlockArgument padding, Operation *use, PatternRewriter &rewriter) {
   for (Operation *user : padding.getUsers())
-    if (auto lengths = llvm::dyn_cast<KeyLengthsOp>(user)) {
+    if (auto span = llvm::dyn_cast<KeySpanOp>(user)) {
       // Patterns run in no particular order: the first use in the block decides.
-      if (use->isBeforeInBlock(lengths))
-        rewriter.moveOpBefore(lengths, use);
-      return lengths;
+      if (use->isBeforeInBlock(span))
+        rewriter.moveOpBefore(span, use);
+      return span;
     }
   auto function = llvm::cast<func::FuncOp>(padding.getOwner()->getParentOp());
   rewriter.modifyOpInPlace(function, [&] {
-    function.setArgAttr(padding.getArgNumber(), "mt.right_padded", rewriter.getUnitAttr());
+    function.setArgAttr(padding.getArgNumber(), "mt.token_span", rewriter.getUnitAttr());
   });
   int64_t batch = llvm::cast<RankedTensorType>(padding.getType()).getDimSize(0);
-  return rewriter.create<KeyLengthsOp>(
-      padding.getLoc(), RankedTensorType::get({batch}, rewriter.getI64Type()), padding);
+  return rewriter.create<KeySpanOp>(
+      padding.getLoc(), RankedTensorType::get({batch, 2}, rewriter.getI64Type()), padding);
 }
 
 struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
@@ -411,10 +411,10 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
         return rewriter.notifyMatchFailure(output, "q, k, v shapes do not form attention");
     }
     Location loc = output.getLoc();
-    Value keyLengths = mask.padding ? keyLengthsOf(mask.padding, output, rewriter) : Value();
+    Value keySpan = mask.padding ? keySpanOf(mask.padding, output, rewriter) : Value();
     rewriter.replaceOpWithNewOp<AttentionOp>(
         output, output.getType(), Type(), query, key.build(rewriter, loc),
-        value.build(rewriter, loc), keyLengths, rewriter.getF64FloatAttr(scale),
+        value.build(rewriter, loc), keySpan, rewriter.getF64FloatAttr(scale),
         causal ? rewriter.getUnitAttr() : UnitAttr(),
         mask.window ? rewriter.getI64IntegerAttr(mask.window) : IntegerAttr(),
         softcap ? rewriter.getF64FloatAttr(*softcap) : FloatAttr());

@@ -130,8 +130,8 @@ public:
       plan::Input *input = program.add_inputs();
       input->set_name(name ? name.str() : "arg" + std::to_string(argument.getArgNumber()));
       input->set_value(ids[argument]);
-      input->set_right_padded(
-          function.getArgAttr(argument.getArgNumber(), "mt.right_padded") != nullptr);
+      input->set_token_span(function.getArgAttr(argument.getArgNumber(), "mt.token_span") !=
+                            nullptr);
     }
     for (Operation &op : function.getBody().front()) {
       if (auto read = llvm::dyn_cast<ParamOp>(op)) {

@@ -95,16 +95,33 @@ inline std::string attentionExtents(const std::vector<int64_t> &q, const std::ve
   return shapes::attention(q, k, v, /*causal=*/false, a);
 }
 
-/// Why `lengths` (shape `shape`, host values, or null when they lie on the device) are not key
-/// lengths of attention `a`: one per sequence, each within [0, keys]; empty if they are.
-inline std::string keyLengthsError(const std::vector<int64_t> &shape, const AttentionExtents &a,
-                                   const int64_t *lengths) {
-  if (std::string error = shapes::keyLengths(shape, a.batch); !error.empty())
+/// The first position of a mask row of `length` entries (`token(i)` true where entry i is a
+/// token) that is a token after padding after tokens, where the row stops being one span of
+/// tokens (padding, tokens, padding) that attention's key span can stand for; -1 if none.
+template <typename Token> int64_t tokenPastSpan(int64_t length, Token &&token) {
+  bool tokens = false, paddingAfter = false;
+  for (int64_t i = 0; i < length; ++i) {
+    bool isToken = token(i);
+    if (isToken && paddingAfter)
+      return i;
+    paddingAfter |= tokens && !isToken;
+    tokens |= isToken;
+  }
+  return -1;
+}
+
+/// Why `span` (shape `shape`, host values, or null when they lie on the device) is not a key
+/// span of attention `a`: a [first, end) pair per sequence with 0 <= first <= end <= keys;
+/// empty if it is.
+inline std::string keySpanError(const std::vector<int64_t> &shape, const AttentionExtents &a,
+                                const int64_t *span) {
+  if (std::string error = shapes::keySpan(shape, a.batch); !error.empty())
     return error;
-  for (int64_t b = 0; lengths && b < a.batch; ++b)
-    if (lengths[b] < 0 || lengths[b] > a.keys)
-      return "key length " + std::to_string(lengths[b]) + " of sequence " + std::to_string(b) +
-             " is not within [0, " + std::to_string(a.keys) + "]";
+  for (int64_t b = 0; span && b < a.batch; ++b)
+    if (span[2 * b] < 0 || span[2 * b] > span[2 * b + 1] || span[2 * b + 1] > a.keys)
+      return "key span [" + std::to_string(span[2 * b]) + ", " + std::to_string(span[2 * b + 1]) +
+             ") of sequence " + std::to_string(b) + " is not within [0, " + std::to_string(a.keys) +
+             "]";
   return "";
 }
 

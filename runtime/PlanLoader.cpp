@@ -3,6 +3,7 @@
 
 #include "plan/DeviceLayout.h"
 #include "plan/PlanFormat.h"
+#include "runtime/KernelShapes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -253,19 +254,19 @@ const std::vector<int64_t> &stepInput(const plan::Program &program, const plan::
   if (it == inputs.end() || static_cast<int64_t>(it->second.size()) != count)
     throw std::runtime_error("the step needs input '" + input.name() + "' of " +
                              std::to_string(count) + " tokens");
-  if (!input.right_padded())
+  if (!input.token_span())
     return it->second;
-  // Attention reads this mask as each sequence's length, which stands for it only when the tokens
-  // come first and the padding after them.
+  // Attention reads this mask as each row's span of tokens, which stands for it only when the
+  // tokens are one run: padding, tokens, padding.
   int64_t length = type.shape_size() == 2 ? type.shape(1) : 0;
-  for (int64_t i = 0; length > 0 && i < count; ++i) {
-    bool token = it->second[i] != 0, first = i % length == 0;
-    if ((first && !token) || (!first && token && it->second[i - 1] == 0))
-      throw std::runtime_error(
-          "input '" + input.name() + "': row " + std::to_string(i / length) +
-          (first ? " starts with padding"
-                 : " has a token after padding (position " + std::to_string(i % length) + ")") +
-          "; the plan reads it as right padding (each row ones, then zeros)");
+  for (int64_t row = 0; length > 0 && row < count / length; ++row) {
+    const int64_t *mask = it->second.data() + row * length;
+    if (int64_t at = tokenPastSpan(length, [&](int64_t i) { return mask[i] != 0; }); at >= 0)
+      throw std::runtime_error("input '" + input.name() + "': row " + std::to_string(row) +
+                               " has a token after padding after tokens (position " +
+                               std::to_string(at) +
+                               "); the plan reads it as one span of tokens a row (padding, "
+                               "tokens, padding)");
   }
   return it->second;
 }

@@ -29,8 +29,8 @@ void checkOutputPath(const std::string &flag, const std::string &path, const pla
                      const std::string &planPath);
 
 /// The values fed to `input` of `program` out of `inputs` (by name), checked before any
-/// work: as many as its shape holds, and for a right-padded mask, each row nonzero then
-/// zero from a nonzero start. Throws std::runtime_error naming the input and the row.
+/// work: as many as its shape holds, and for a mask read as a span of tokens, each row's
+/// nonzero entries one run. Throws std::runtime_error naming the input, row and position.
 const std::vector<int64_t> &stepInput(const plan::Program &program, const plan::Input &input,
                                       const std::map<std::string, std::vector<int64_t>> &inputs);
 

@@ -98,14 +98,17 @@ for plan in $plans/zoo/*.mtp; do
     --metrics $out/zoo-$name.jsonl && python3 $compare $out/zoo-$name.jsonl \
     $plans/zoo/${name%%.*}.losses.json --tolerance 2e-2"
 done
-# The masked exports on right-padded batches (the mask 0 at padding, padding targets left out
-# of the loss: the cross-entropy's ignored rows) against PyTorch's padded run.
-for plan in $plans/zoo/*.mask.mtp; do
-  name=$(basename "$plan" .mtp)
-  part "zoo-padded-$name" bash -c "$run $plan --data $plans/zoo/zoo-padded.tokens \
-    --pad-token-id 0 --steps 20 --backend=cuda --metrics $out/zoo-padded-$name.jsonl && \
-    python3 $compare $out/zoo-padded-$name.jsonl $plans/zoo/${name%%.*}.padded.losses.json \
-    --tolerance 2e-2"
+# The masked exports on padded batches (the mask 0 at padding, padding targets left out of
+# the loss: the cross-entropy's ignored rows) against PyTorch's padded runs: right padding,
+# then left and right padding (the first token's target, predicted at padding, left out too).
+for batch in padded left-padded; do
+  for plan in $plans/zoo/*.mask.mtp; do
+    name=$(basename "$plan" .mtp)
+    part "zoo-$batch-$name" bash -c "$run $plan --data $plans/zoo/zoo-$batch.tokens \
+      --pad-token-id 0 --steps 20 --backend=cuda --metrics $out/zoo-$batch-$name.jsonl && \
+      python3 $compare $out/zoo-$batch-$name.jsonl $plans/zoo/${name%%.*}.$batch.losses.json \
+      --tolerance 2e-2"
+  done
 done
 # Gemma's weights go in plus 1 (its RMSNorm's folded `1 + weight`).
 for weights in llama.pretrained llama.pretrained-bf16.safetensors gemma.pretrained; do

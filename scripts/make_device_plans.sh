@@ -67,7 +67,7 @@ for packed in "$zoo"/*.onnx.gz; do
   "$mtc" "$out/zoo/model.onnx" "${shapes[@]}" -o "$out/zoo/$name.mtp"
 done
 rm "$out/zoo/model.onnx"
-cp "$zoo"/*.losses.json "$zoo"/*.safetensors "$zoo/zoo.tokens" "$zoo/zoo-padded.tokens" "$out/zoo/"
+cp "$zoo"/*.losses.json "$zoo"/*.safetensors "$zoo"/zoo*.tokens "$out/zoo/"
 cp -r "$zoo"/*.pretrained "$out/zoo/"
 
 # The demo model at its training shape, with its corpus.

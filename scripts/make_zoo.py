@@ -26,8 +26,9 @@ BATCH, SEQ, STEPS, SEED = 2, 16, 20, 0
 # A sliding window shorter than the sequence, for the families that have one (Mistral's every
 # layer; Gemma 2's and 3's alternate with global layers, so a model has two layer templates).
 WINDOW = 6
-# The padding token of the padded batch, and how many tokens of its last window are padding.
-PAD, PADDED = 0, 5
+# The padding token of the padded batch, and how many tokens of its last window are padding;
+# the left-padded batch's first window starts with LEFT_PADDED padding tokens.
+PAD, PADDED, LEFT_PADDED = 0, 5, 4
 # The families whose trained weights are saved as pretrained weights (Llama's in shards and in
 # bf16; Gemma's, whose exports fold its RMSNorm's `1 + weight`, as one file), and the steps
 # after them.
@@ -143,6 +144,25 @@ def padded_reference(family):
                                 mask=(inputs != PAD).long())
 
 
+def left_padded_tokens():
+    """The padded batch with its first sequence left-padded too: its first LEFT_PADDED tokens
+    are PAD."""
+    tokens = padded_tokens()
+    tokens[:LEFT_PADDED] = PAD
+    return tokens
+
+
+def left_padded_reference(family):
+    """PyTorch on the left-padded batch as mt-run --pad-token-id trains: the mask 0 at
+    padding; padding targets, and those predicted at padding (the first token of the
+    left-padded sequence, from a row that attends to nothing), -100."""
+    windows = torch.from_numpy(left_padded_tokens().astype(np.int64)).view(BATCH, SEQ + 1)
+    inputs, targets = windows[:, :-1], windows[:, 1:].clone()
+    targets[(targets == PAD) | (inputs == PAD)] = -100
+    return make_reference.train(build(family), inputs, targets, STEPS,
+                                mask=(inputs != PAD).long())
+
+
 def save_initial(family, outdir):
     """The exported weights as save_pretrained writes them: a tied family's keep the
     embedding's name alone, where the dynamo export names the one tensor after lm_head."""
@@ -219,6 +239,7 @@ def main():
     data = tokens()
     data.tofile(os.path.join(outdir, "zoo.tokens"))
     padded_tokens().tofile(os.path.join(outdir, "zoo-padded.tokens"))
+    left_padded_tokens().tofile(os.path.join(outdir, "zoo-left-padded.tokens"))
     index_path = os.path.join(outdir, "zoo.json")
     index = json.load(open(index_path)) if os.path.exists(index_path) else {}
     index["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
@@ -236,6 +257,10 @@ def main():
         with open(os.path.join(outdir, family + ".padded.losses.json"), "w") as out:
             json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "pad_token_id": PAD,
                        "losses": padded_losses, "grad_norms": padded_norms}, out)
+        left_losses, left_norms = left_padded_reference(family)
+        with open(os.path.join(outdir, family + ".left-padded.losses.json"), "w") as out:
+            json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "pad_token_id": PAD,
+                       "losses": left_losses, "grad_norms": left_norms}, out)
         if family == TIED:
             save_initial(family, outdir)
         if only_references:

@@ -236,11 +236,11 @@ std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal,
   return "";
 }
 
-std::string keyLengths(DimsRef lengths, int64_t batch) {
-  if (lengths.size() == 1 && lengths[0] == batch)
+std::string keySpan(DimsRef span, int64_t batch) {
+  if (span.size() == 2 && span[0] == batch && span[1] == 2)
     return "";
-  return "key_lengths " + format(lengths) + " should be one per sequence, [" +
-         std::to_string(batch) + "]";
+  return "key_span " + format(span) + " should be a [first, end) pair per sequence, [" +
+         std::to_string(batch) + ", 2]";
 }
 
 std::string attentionLse(DimsRef lse, const AttentionExtents &e) {

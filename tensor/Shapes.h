@@ -115,8 +115,8 @@ struct AttentionExtents {
 };
 std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal,
                       AttentionExtents &extents);
-/// Attention's key lengths: one per sequence of a batch of `batch`.
-std::string keyLengths(DimsRef lengths, int64_t batch);
+/// Attention's key span: a [first, end) pair per sequence of a batch of `batch`.
+std::string keySpan(DimsRef span, int64_t batch);
 /// Attention's log-sum-exp: one per query row, [B, Hq, Tq].
 std::string attentionLse(DimsRef lse, const AttentionExtents &extents);
 

@@ -64,18 +64,19 @@ void rope(const Args<T> &args, bool transposed) {
 struct AttentionShape : AttentionExtents {
   double scale;
   bool causal;
-  const int64_t *keyLengths; // each sequence's keys (the rest is padding); null: all
-  int64_t window;            // a sliding window's keys; 0: none
-  double softcap;            // the logits' cap; 0: none
+  const int64_t *keySpan; // each sequence's tokens [first, end) (the rest is padding); null: all
+  int64_t window;         // a sliding window's keys; 0: none
+  double softcap;         // the logits' cap; 0: none
 
   int64_t kvHead(int64_t head) const { return head / (queryHeads / kvHeads); }
   /// Keys [firstVisible, visible) that query `query` of sequence `b` attends to.
   int64_t visible(int64_t b, int64_t query) const {
     int64_t seen = causal ? std::min(keys, query + 1) : keys;
-    return keyLengths ? std::min(seen, keyLengths[b]) : seen;
+    return keySpan ? std::min(seen, keySpan[2 * b + 1]) : seen;
   }
-  int64_t firstVisible(int64_t query) const {
-    return window > 0 ? std::max<int64_t>(0, query + 1 - window) : 0;
+  int64_t firstVisible(int64_t b, int64_t query) const {
+    int64_t first = window > 0 ? std::max<int64_t>(0, query + 1 - window) : 0;
+    return keySpan ? std::max(first, keySpan[2 * b]) : first;
   }
   /// The logit of a key whose query . key product is `dot`.
   double logit(double dot) const {
@@ -88,9 +89,8 @@ struct AttentionShape : AttentionExtents {
   }
 };
 
-/// The attention's shape; its key lengths, if any, are operand `lengthsOperand`.
-template <typename T>
-AttentionShape attentionShape(const Args<T> &args, size_t lengthsOperand) {
+/// The attention's shape; its key span, if any, is operand `spanOperand`.
+template <typename T> AttentionShape attentionShape(const Args<T> &args, size_t spanOperand) {
   AttentionExtents e{};
   if (std::string error =
           attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
@@ -102,12 +102,12 @@ AttentionShape attentionShape(const Args<T> &args, size_t lengthsOperand) {
                    nullptr,
                    args.find("window") ? args.attrInt("window") : 0,
                    args.find("softcap") ? args.attrFloat("softcap") : 0.0};
-  if (args.operands.size() > lengthsOperand) {
-    const std::vector<int64_t> &lengths = args.ints(lengthsOperand);
-    if (std::string error = keyLengthsError(args.in(lengthsOperand).shape, e, lengths.data());
+  if (args.operands.size() > spanOperand) {
+    const std::vector<int64_t> &span = args.ints(spanOperand);
+    if (std::string error = keySpanError(args.in(spanOperand).shape, e, span.data());
         !error.empty())
       args.fail(error);
-    a.keyLengths = lengths.data();
+    a.keySpan = span.data();
   }
   return a;
 }
@@ -132,7 +132,7 @@ struct KeyRange {
 template <typename T>
 KeyRange logits(const AttentionShape &a, const T *query, const std::vector<double> &keysT,
                 int64_t b, int64_t row, double *s, double *slopes) {
-  KeyRange r{a.firstVisible(row), a.visible(b, row)};
+  KeyRange r{a.firstVisible(b, row), a.visible(b, row)};
   if (r.to <= r.from)
     return {0, 0};
   std::fill(s + r.from, s + r.to, 0.0);
@@ -273,20 +273,23 @@ void attentionGrad(const Args<T> &args) {
   sumHeads(dvHeads, valueSize, args.realResult(2));
 }
 
-/// mt.key_lengths: each row's leading nonzero entries.
-template <typename T>
-void keyLengths(const Args<T> &args) {
+/// mt.key_span: each row's first nonzero entry and one past its last ([0, 0] for none).
+template <typename T> void keySpan(const Args<T> &args) {
   args.expectCounts(1, 1, 1);
   const Shape &mask = args.in(0).shape;
-  if (mask.size() != 2 || args.out(0).shape != Shape{mask[0]})
-    args.fail("the mask is not [batch, keys] or the result not [batch]");
+  if (mask.size() != 2 || args.out(0).shape != Shape{mask[0], 2})
+    args.fail("the mask is not [batch, keys] or the result not [batch, 2]");
   const std::vector<int64_t> &m = args.ints(0);
-  std::vector<int64_t> &lengths = args.out(0).ints;
+  std::vector<int64_t> &span = args.out(0).ints;
   for (int64_t b = 0; b < mask[0]; ++b) {
-    int64_t n = 0;
-    while (n < mask[1] && m[b * mask[1] + n] != 0)
-      ++n;
-    lengths[b] = n;
+    const int64_t *row = m.data() + b * mask[1];
+    int64_t first = 0, end = mask[1];
+    while (first < end && row[first] == 0)
+      ++first;
+    while (end > first && row[end - 1] == 0)
+      --end;
+    span[2 * b] = first == end ? 0 : first;
+    span[2 * b + 1] = first == end ? 0 : end;
   }
 }
 
@@ -299,7 +302,7 @@ void addTransformerKernels(KernelMap<T> &kernels) {
   kernels["mt.rope_grad"] = [](const Args<T> &args) { rope(args, true); };
   kernels["mt.attention"] = attention<T>;
   kernels["mt.attention_grad"] = attentionGrad<T>;
-  kernels["mt.key_lengths"] = keyLengths<T>;
+  kernels["mt.key_span"] = keySpan<T>;
 }
 
 template void addTransformerKernels<float>(KernelMap<float> &);

@@ -38,7 +38,8 @@ public:
   /// The next run of the step from `data`. A language model takes input_ids and targets (and
   /// its attention_mask: all ones, packed sequences, or 0 at padding), every micro-batch of a
   /// layer-major plan at once (suffixed ".m"); a test graph's integer inputs each take the
-  /// stream's next tokens. Throws naming a token beyond the vocabulary, or a left-padded row.
+  /// stream's next tokens. Throws naming a token beyond the vocabulary, or padding between a
+  /// sequence's tokens.
   StepInputValues next(TokenData &data) const;
 
 private:

@@ -25,7 +25,7 @@ OpFamily familyOf(const std::string &op) {
   };
   if (is({"mt.matmul", "mt.linear"}))
     return OpFamily::Products;
-  if (is({"mt.attention", "mt.attention_grad", "mt.key_lengths"}))
+  if (is({"mt.attention", "mt.attention_grad", "mt.key_span"}))
     return OpFamily::Attention;
   if (is({"mt.rms_norm", "mt.rms_norm_grad", "mt.layer_norm", "mt.layer_norm_grad"}))
     return OpFamily::Norms;

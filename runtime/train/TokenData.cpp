@@ -106,20 +106,21 @@ std::vector<int64_t> maskPadding(Batch &batch, int64_t pad, int64_t length) {
   mask.reserve(batch.inputs.size());
   for (size_t i = 0; i < batch.inputs.size(); ++i) {
     mask.push_back(batch.inputs[i] != pad);
-    // Padding first (left padding, or a sequence of padding alone) leaves query rows that
-    // attend to nothing.
-    if (i % length == 0 && !mask.back())
-      throw std::runtime_error("sequence " + std::to_string(i / length) + " of the batch starts "
-                               "with padding: --pad-token-id takes right-padded sequences only");
-    if (i % length && mask.back() && !mask[i - 1])
-      throw std::runtime_error("sequence " + std::to_string(i / length) + " of the batch has "
-                               "a token after padding (position " +
-                               std::to_string(i % length) +
-                               "): --pad-token-id takes right-padded sequences only");
+    // A prediction made at padding counts for nothing either: under left padding the last
+    // padding position predicts the first token from a row that attends to nothing.
+    if (!mask.back() || batch.targets[i] == pad)
+      batch.targets[i] = kIgnoredTarget;
   }
-  for (int64_t &target : batch.targets)
-    if (target == pad)
-      target = kIgnoredTarget;
+  for (int64_t b = 0; b < static_cast<int64_t>(mask.size()) / length; ++b) {
+    const int64_t *row = mask.data() + b * length;
+    if (int64_t at = tokenPastSpan(length, [&](int64_t i) { return row[i] != 0; }); at >= 0)
+      throw std::runtime_error("sequence " + std::to_string(b) +
+                               " of the batch has a token "
+                               "after padding after tokens (position " +
+                               std::to_string(at) +
+                               "): --pad-token-id takes sequences padded before or after their "
+                               "tokens, not between them");
+  }
   return mask;
 }
 

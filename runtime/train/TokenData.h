@@ -18,10 +18,11 @@ struct Batch {
 };
 
 /// The attention mask of a batch's inputs of `length` tokens a sequence (0 at the padding
-/// token `pad`, else 1); targets that are padding become kIgnoredTarget, so that the loss
-/// leaves them out (how transformers' collators set labels to -100). Throws on a token after
-/// padding: a left-padded row attends to nothing, which the exporters' graphs do not train
-/// as PyTorch does.
+/// token `pad`, else 1). Targets that are padding, and those predicted at padding, become
+/// kIgnoredTarget, so that the loss leaves them out (as transformers' collators set padding
+/// labels to -100; a left-padded sequence's first token is predicted at padding, which
+/// attends to nothing). Throws on padding between two tokens of a sequence: attention reads
+/// the mask as one span of tokens a sequence.
 std::vector<int64_t> maskPadding(Batch &batch, int64_t pad, int64_t length);
 
 class TokenData {

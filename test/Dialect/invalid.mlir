@@ -315,19 +315,28 @@ func.func @attention_rank(%q: tensor<4x16x8xf32>) -> tensor<4x16x8xf32> {
 
 // -----
 
-// Tests that key lengths are one per sequence of the batch.
-func.func @attention_key_lengths(%q: tensor<2x4x16x8xf32>, %n: tensor<4xi64>) -> tensor<2x4x16x8xf32> {
-  // expected-error @+1 {{key_lengths [4] should be one per sequence, [2]}}
-  %0 = mt.attention %q, %q, %q key_lengths %n scale = 0.5 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<4xi64>) -> tensor<2x4x16x8xf32>
+// Tests that a key span is a [first, end) pair per sequence of the batch.
+func.func @attention_key_span(%q: tensor<2x4x16x8xf32>, %n: tensor<2xi64>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+1 {{key_span [2] should be a [first, end) pair per sequence, [2, 2]}}
+  %0 = mt.attention %q, %q, %q key_span %n scale = 0.5 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2xi64>) -> tensor<2x4x16x8xf32>
   return %0 : tensor<2x4x16x8xf32>
 }
 
 // -----
 
-// Tests that mt.key_lengths reads a mask [batch, keys] into one length per sequence.
-func.func @key_lengths_rank(%m: tensor<2x4x16xi64>) -> tensor<2xi64> {
+// Tests that mt.key_span reads a mask [batch, keys] into a span per sequence.
+func.func @key_span_rank(%m: tensor<2x4x16xi64>) -> tensor<2x2xi64> {
   // expected-error @+1 {{mask must be [batch, keys], got [2, 4, 16]}}
-  %0 = mt.key_lengths %m : tensor<2x4x16xi64> -> tensor<2xi64>
+  %0 = mt.key_span %m : tensor<2x4x16xi64> -> tensor<2x2xi64>
+  return %0 : tensor<2x2xi64>
+}
+
+// -----
+
+// Tests that mt.key_span gives a pair per sequence.
+func.func @key_span_result(%m: tensor<2x16xi64>) -> tensor<2xi64> {
+  // expected-error @+1 {{result shape [2] should be [2, 2]}}
+  %0 = mt.key_span %m : tensor<2x16xi64> -> tensor<2xi64>
   return %0 : tensor<2xi64>
 }
 

@@ -156,16 +156,16 @@ mt.parameter @"model/wte weight" : tensor<4x2xf64>
 
 // Tests that attention under key lengths, the lengths of a mask, attention with its
 // log-sum-exp and the gradient print and parse back.
-// CHECK-LABEL: func.func @key_lengths
-// CHECK: %[[N:.*]] = mt.key_lengths %{{.*}} : tensor<2x16xi64> -> tensor<2xi64>
-// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_lengths %[[N]] scale = 5.000000e-01 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2xi64>) -> tensor<2x4x16x8xf32>
-// CHECK: %[[O:[a-z_0-9]+]], %[[L:[a-z_0-9]+]] = mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_lengths %[[N]] scale = 5.000000e-01 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2xi64>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
-// CHECK: mt.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} output %[[O]] lse %[[L]] key_lengths %[[N]] scale = 5.000000e-01 causal
-func.func @key_lengths(%m: tensor<2x16xi64>, %q: tensor<2x4x16x8xf32>, %k: tensor<2x2x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) {
-  %n = mt.key_lengths %m : tensor<2x16xi64> -> tensor<2xi64>
-  %a = mt.attention %q, %k, %k key_lengths %n scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2xi64>) -> tensor<2x4x16x8xf32>
-  %o, %lse = mt.attention %q, %k, %k key_lengths %n scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2xi64>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
-  %dq, %dk, %dv = mt.attention_grad %q, %k, %k, %a output %o lse %lse key_lengths %n scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>, tensor<2xi64>) -> (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>)
+// CHECK-LABEL: func.func @key_span
+// CHECK: %[[N:.*]] = mt.key_span %{{.*}} : tensor<2x16xi64> -> tensor<2x2xi64>
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_span %[[N]] scale = 5.000000e-01 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2xi64>) -> tensor<2x4x16x8xf32>
+// CHECK: %[[O:[a-z_0-9]+]], %[[L:[a-z_0-9]+]] = mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_span %[[N]] scale = 5.000000e-01 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2xi64>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
+// CHECK: mt.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} output %[[O]] lse %[[L]] key_span %[[N]] scale = 5.000000e-01 causal
+func.func @key_span(%m: tensor<2x16xi64>, %q: tensor<2x4x16x8xf32>, %k: tensor<2x2x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) {
+  %n = mt.key_span %m : tensor<2x16xi64> -> tensor<2x2xi64>
+  %a = mt.attention %q, %k, %k key_span %n scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2xi64>) -> tensor<2x4x16x8xf32>
+  %o, %lse = mt.attention %q, %k, %k key_span %n scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2xi64>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
+  %dq, %dk, %dv = mt.attention_grad %q, %k, %k, %a output %o lse %lse key_span %n scale = 0.5 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>, tensor<2x2xi64>) -> (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>)
   return %a, %dq : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
 }
 

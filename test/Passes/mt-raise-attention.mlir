@@ -314,14 +314,14 @@ func.func @imported_repeated_heads(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf
 // Tests attention under a padding mask built from an attention_mask input, as both torch
 // exporters write it: causal AND the input read as booleans [B, 1, 1, S], filled with the
 // float minimum where false, added to the scores, softmax's NaN guard after. It becomes
-// mt.attention with the input's key lengths, computed once for both attentions; the input
-// is marked right-padded, the contract under which lengths stand for the mask.
+// mt.attention with the input's key span, computed once for both attentions; the input is
+// marked token_span, the contract under which a span stands for the mask.
 // CHECK-LABEL: func.func @padding_mask
-// CHECK-SAME: %[[M:[^:]*]]: tensor<2x4xi64> {mt.name = "attention_mask", mt.right_padded}
-// CHECK: %[[N:.*]] = mt.key_lengths %[[M]] : tensor<2x4xi64> -> tensor<2xi64>
-// CHECK: %[[O:.*]] = mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_lengths %[[N]] scale = 0.3535{{[0-9]*}} causal
-// CHECK: mt.attention %[[O]], %{{.*}}, %{{.*}} key_lengths %[[N]] scale = 0.3535{{[0-9]*}} causal
-// CHECK-NOT: mt.key_lengths
+// CHECK-SAME: %[[M:[^:]*]]: tensor<2x4xi64> {mt.name = "attention_mask", mt.token_span}
+// CHECK: %[[N:.*]] = mt.key_span %[[M]] : tensor<2x4xi64> -> tensor<2x2xi64>
+// CHECK: %[[O:.*]] = mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_span %[[N]] scale = 0.3535{{[0-9]*}} causal
+// CHECK: mt.attention %[[O]], %{{.*}}, %{{.*}} key_span %[[N]] scale = 0.3535{{[0-9]*}} causal
+// CHECK-NOT: mt.key_span
 // CHECK-NOT: mt.softmax
 func.func @padding_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %mask: tensor<2x4xi64> {mt.name = "attention_mask"}) -> tensor<2x2x4x8xf32> {
   %zero = mt.constant dense<0.0> : tensor<f32>
@@ -353,8 +353,8 @@ func.func @padding_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: te
 // Tests a padding mask alone (no causal triangle), kept by where(keys, scores, fill): a
 // non-causal mt.attention with key lengths.
 // CHECK-LABEL: func.func @padding_only
-// CHECK: %[[N:.*]] = mt.key_lengths
-// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_lengths %[[N]] scale = 1.000000e+00 :
+// CHECK: %[[N:.*]] = mt.key_span
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} key_span %[[N]] scale = 1.000000e+00 :
 func.func @padding_only(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %mask: tensor<2x4xi32>) -> tensor<2x2x4x8xf32> {
   %min = mt.constant dense<-1.0e9> : tensor<f32>
   %bits = mt.cast %mask : tensor<2x4xi32> -> tensor<2x4xi1>
@@ -368,12 +368,12 @@ func.func @padding_only(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: te
 
 // -----
 
-// Tests masks that key lengths cannot stand for, which stay unfused: one computed in the
-// graph (not an input the runtime can hold to right padding), and one over queries
+// Tests masks that a key span cannot stand for, which stay unfused: one computed in the
+// graph (not an input the runtime can hold to one span of tokens a row), and one over queries
 // ([B, 1, S, 1]) instead of keys.
 // CHECK-LABEL: func.func @computed_mask
 // CHECK-NOT: mt.attention
-// CHECK-NOT: mt.right_padded
+// CHECK-NOT: mt.token_span
 // CHECK: mt.softmax
 func.func @computed_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %x: tensor<2x4xf32>) -> tensor<2x2x4x8xf32> {
   %min = mt.constant dense<-1.0e9> : tensor<f32>

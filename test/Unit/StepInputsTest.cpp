@@ -81,12 +81,22 @@ int main(int argc, char **argv) {
   check(step["targets"] == std::vector<int64_t>{2, mt::kIgnoredTarget, mt::kIgnoredTarget, 5, 6,
                                                 mt::kIgnoredTarget},
         "padding targets ignored");
-  mt::TokenData left = streamOf({0, 1, 2, 3}, dir + "/left.tokens");
+  // Left padding, then padding on both sides: the mask 0 there, and the prediction made at
+  // padding (the first token's, predicted from a row that attends to nothing) is ignored too.
+  mt::TokenData left = streamOf({0, 1, 2, 3, 0, 4, 0, 5}, dir + "/left.tokens");
+  step = mt::StepInputs(lm, 0).next(left);
+  check(step["attention_mask"] == std::vector<int64_t>{0, 1, 1, 0, 1, 0}, "the left padding mask");
+  check(step["targets"] == std::vector<int64_t>{mt::kIgnoredTarget, 2, 3, mt::kIgnoredTarget,
+                                                mt::kIgnoredTarget, mt::kIgnoredTarget},
+        "targets predicted at padding ignored");
+  mt::TokenData middle = streamOf({1, 0, 2, 3}, dir + "/middle.tokens");
   mt::plan::Plan one = planOf({"input_ids", "attention_mask", "targets"}, {1, 3}, 50, 1);
-  check(errorOf([&] { mt::StepInputs(one, 0).next(left); }).find("starts with padding") !=
-            std::string::npos,
-        "left padding refused");
-  std::printf("padding: the mask 0 there, its targets -100, left padding refused\n");
+  check(errorOf([&] { mt::StepInputs(one, 0).next(middle); })
+                .find("sequence 0 of the batch has a token after padding after tokens "
+                      "(position 2)") != std::string::npos,
+        "padding between tokens refused");
+  std::printf("padding: the mask 0 there, its targets and those predicted at it -100, left "
+              "padding taken, padding between tokens refused\n");
 
   // A layer-major plan of two micro-batches takes both at once, suffixed by micro-batch.
   mt::plan::Plan split =

@@ -35,7 +35,7 @@ int main() {
   profile.addKernel(command("mt.linear_cross_entropy", 1e12, 0), 2);
   profile.addKernel(command("mt.cross_entropy", 0, 1e9), 1);
   profile.addKernel(command("mt.attention", 3e11, 0), 2);
-  profile.addKernel(command("mt.key_lengths", 0, 1e6), 0.5);
+  profile.addKernel(command("mt.key_span", 0, 1e6), 0.5);
   profile.addKernel(command("mt.add", 0, 2e9), 1.5);
   profile.addKernel(command("mt.rms_norm", 0, 1e9), 0.5);
   profile.add(mt::OpFamily::Copies, 3, 1e9, 2);     // beside the compute stream

@@ -296,7 +296,7 @@ struct LaneRows {
     for (int h = 0; h < 2; ++h) {
       const int64_t row = first + strip + 8 * h;
       visible[h] = row < a.queries ? a.visible(head, row) : 0;
-      lowest[h] = a.firstVisible(row);
+      lowest[h] = a.firstVisible(head, row);
     }
   }
 
@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
                           values,
                           k + kvFirst * D,
                           v + kvFirst * D,
-                          a.firstVisible(first),
+                          a.firstVisible(head, first),
                           a.visible(head, first + rows - 1)};
   float runningMax[2] = {-CUDART_INF_F, -CUDART_INF_F}, total[2] = {0.0f, 0.0f};
   float acc[D / 8][4] = {};
@@ -451,7 +451,7 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
                           reinterpret_cast<bf16 *>(shared + L::values),
                           k + kvFirst * D,
                           v + kvFirst * D,
-                          a.firstVisible(first),
+                          a.firstVisible(head, first),
                           a.visible(head, first + rows - 1)};
   // The strip's scores q.k_j (as logits, -inf where the row does not see key j) and dots
   // g.v_j against a key tile.
@@ -529,8 +529,11 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
   const int64_t rowBlocks = tilesOf(a.keys);
   const int64_t kvHead = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kTile;
   const int rows = rowsBefore(a.keys - first, kTile);
-  // Keys from the sequence's length on are padding, seen by no query: zero gradients.
-  const int live = rowsBefore(a.keysOf(kvHead / a.kvHeads) - first, kTile);
+  // The block's keys before `dead` and from `live` on are padding (before and after the
+  // sequence's tokens), seen by no query: zero gradients.
+  const int64_t sequence = kvHead / a.kvHeads;
+  const int dead = rowsBefore(a.keyStart(sequence) - first, kTile);
+  const int live = rowsBefore(a.keyEnd(sequence) - first, kTile);
   stageTile<D>(keys, k + (kvHead * a.keys + first) * D, rows);
   stageTile<D>(values, v + (kvHead * a.keys + first) * D, rows);
   landCopies();
@@ -582,7 +585,7 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
             for (int j = 0; j < 2; ++j) {
               const int query = from + n * 8 + 2 * (lane % 4) + j;
               p[j] = ds[j] = 0.0f;
-              if (query < count && key < live && key - query <= diagonal &&
+              if (query < count && key >= dead && key < live && key - query <= diagonal &&
                   a.inWindow(t0 + query, first + key)) {
                 const float logit = a.logit(st[n][e + j]);
                 p[j] = __expf(logit - tileLse[query]);

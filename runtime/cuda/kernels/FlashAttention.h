@@ -16,29 +16,37 @@ namespace mt::cuda {
 struct AttentionDims : AttentionExtents {
   float scale;
   bool causal;
-  const int64_t *keyLengths; // on the device, each sequence's keys (then padding); null: all
-  int64_t window;            // causal only: query i sees keys i - window < j <= i; 0: all
-  float softcap;             // logits s become softcap * tanh(s / softcap); 0: as they are
+  const int64_t *keySpan; // on the device, each sequence's tokens [first, end); null: all
+  int64_t window;         // causal only: query i sees keys i - window < j <= i; 0: all
+  float softcap;          // logits s become softcap * tanh(s / softcap); 0: as they are
 
-  /// The keys of sequence `b` that are not padding.
-  __device__ int64_t keysOf(int64_t b) const {
-    if (!keyLengths)
+  /// The end of sequence `b`'s tokens: the keys from it on are right padding.
+  __device__ int64_t keyEnd(int64_t b) const {
+    if (!keySpan)
       return keys;
-    int64_t n = keyLengths[b];
+    int64_t n = keySpan[2 * b + 1];
     return n < 0 ? 0 : n < keys ? n : keys;
   }
 
+  /// The first of sequence `b`'s tokens: the keys before it are left padding.
+  __device__ int64_t keyStart(int64_t b) const {
+    return keySpan && keySpan[2 * b] > 0 ? keySpan[2 * b] : 0;
+  }
+
   /// Keys [0, visible) that query row `query` of query head `head` (over batch and heads)
-  /// attends to. Causal aligns the first query with the first key, as the host does: query
-  /// i sees keys 0..i.
+  /// attends to, from firstVisible on. Causal aligns the first query with the first key, as
+  /// the host does: query i sees keys 0..i.
   __device__ int64_t visible(int64_t head, int64_t query) const {
-    int64_t length = keysOf(head / queryHeads);
+    int64_t length = keyEnd(head / queryHeads);
     return causal && query + 1 < length ? query + 1 : length;
   }
 
-  /// The first key query row `query` sees: its sliding window's.
-  __device__ int64_t firstVisible(int64_t query) const {
-    return window > 0 && query + 1 > window ? query + 1 - window : 0;
+  /// The first key query row `query` of query head `head` sees: its sliding window's, or
+  /// its sequence's first token's.
+  __device__ int64_t firstVisible(int64_t head, int64_t query) const {
+    int64_t first = window > 0 && query + 1 > window ? query + 1 - window : 0;
+    int64_t start = keyStart(head / queryHeads);
+    return first > start ? first : start;
   }
 
   /// Whether query `query` sees key `key` by the window (causality and padding aside).
@@ -82,8 +90,8 @@ void allowSharedMemory(const KernelArgs &args, Kernel *kernel, size_t bytes) {
 }
 
 /// The extents, scale and causality of mt.attention or mt.attention_grad (checked, failing
-/// naming the op), with the key lengths operand `lengthsOperand` if the command has it.
-AttentionDims attentionDims(const KernelArgs &args, size_t lengthsOperand);
+/// naming the op), with the key span operand `spanOperand` if the command has it.
+AttentionDims attentionDims(const KernelArgs &args, size_t spanOperand);
 
 /// Enqueues mt.attention on tensor cores and returns true when they serve it: q, k and v
 /// bf16 and 16-byte aligned, one head depth of 64 or 128 for both. On false nothing ran.

@@ -15,7 +15,7 @@
 
 namespace mt::cuda {
 
-AttentionDims attentionDims(const KernelArgs &args, size_t lengthsOperand) {
+AttentionDims attentionDims(const KernelArgs &args, size_t spanOperand) {
   AttentionExtents e{};
   if (std::string error =
           attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
@@ -27,13 +27,13 @@ AttentionDims attentionDims(const KernelArgs &args, size_t lengthsOperand) {
                   nullptr,
                   args.has("window") ? args.attrInt("window") : 0,
                   args.has("softcap") ? static_cast<float>(args.attrFloat("softcap")) : 0.0f};
-  if (args.operandCount() > lengthsOperand) {
-    const DeviceTensor &lengths = args.integer(lengthsOperand);
-    if (std::string error = keyLengthsError(lengths.shape, e, nullptr); !error.empty())
+  if (args.operandCount() > spanOperand) {
+    const DeviceTensor &span = args.integer(spanOperand);
+    if (std::string error = keySpanError(span.shape, e, nullptr); !error.empty())
       args.fail(error);
-    if (lengths.storage != Storage::I64)
-      args.fail("key_lengths must be int64 on the device");
-    a.keyLengths = static_cast<const int64_t *>(lengths.data);
+    if (span.storage != Storage::I64)
+      args.fail("key_span must be int64 on the device");
+    a.keySpan = static_cast<const int64_t *>(span.data);
   }
   return a;
 }
@@ -276,10 +276,10 @@ __global__ void __launch_bounds__(kThreads)
   if (active)
     loadRow(query, q, (head * a.queries + row) * depth, depth, lane);
   int64_t visible = active ? a.visible(head, row) : 0, seen = blockVisible(a, head, first);
-  int64_t lowest = active ? a.firstVisible(row) : 0;
+  int64_t lowest = active ? a.firstVisible(head, row) : 0;
 
   float runningMax = -CUDART_INF_F, total = 0.0f, acc[N] = {};
-  for (int64_t t0 = a.firstVisible(first); t0 < seen; t0 += kTile) {
+  for (int64_t t0 = a.firstVisible(head, first); t0 < seen; t0 += kTile) {
     int count = rowsBefore(seen - t0, kTile);
     __syncthreads(); // every warp is done with the previous tile
     stageRows(keys, keyStride, k, (kvFirst + t0) * depth, count, depth);
@@ -364,7 +364,7 @@ __global__ void __launch_bounds__(kThreads)
     loadRow(grad, g, at * valueDepth, valueDepth, lane);
   }
   int64_t visible = active ? a.visible(head, row) : 0, seen = blockVisible(a, head, first);
-  int64_t lowest = active ? a.firstVisible(row) : 0, start = a.firstVisible(first);
+  int64_t lowest = active ? a.firstVisible(head, row) : 0, start = a.firstVisible(head, first);
 
   // Stages tile t0 and has each lane score its key: score = the logit of q.k_j and
   // dp = g.v_j, for the keys of the tile that this warp's row sees; `mine` is 0 when it
@@ -441,8 +441,10 @@ __global__ void __launch_bounds__(kThreads)
   int64_t rowBlocks = (a.keys + kWarps - 1) / kWarps;
   int64_t kvHead = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
   int64_t row = first + warp, at = kvHead * a.keys + row;
-  // Padding keys (from the sequence's length on) are seen by no query: zero gradients.
-  bool active = row < a.keys, seen = row < a.keysOf(kvHead / a.kvHeads);
+  // Padding keys (before and after the sequence's tokens) are seen by no query: zero
+  // gradients.
+  int64_t sequence = kvHead / a.kvHeads;
+  bool active = row < a.keys, seen = row >= a.keyStart(sequence) && row < a.keyEnd(sequence);
   if (active) {
     loadRow(key, k, at * depth, depth, lane);
     loadRow(value, v, at * valueDepth, valueDepth, lane);
@@ -607,27 +609,31 @@ void attentionGrad(const KernelArgs &args) {
   });
 }
 
-/// mt.key_lengths, a thread per row: its leading nonzero entries.
-__global__ void keyLengthsKernel(Ref mask, Ref lengths, int64_t rows, int64_t width) {
+/// mt.key_span, a thread per row: its first nonzero entry and one past its last ([0, 0] for
+/// none).
+__global__ void keySpanKernel(Ref mask, Ref span, int64_t rows, int64_t width) {
   int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (b >= rows)
     return;
-  int64_t n = 0;
-  while (n < width && loadInt(mask, b * width + n) != 0)
-    ++n;
-  storeInt(lengths, b, n);
+  int64_t first = 0, end = width;
+  while (first < end && loadInt(mask, b * width + first) == 0)
+    ++first;
+  while (end > first && loadInt(mask, b * width + end - 1) == 0)
+    --end;
+  storeInt(span, 2 * b, first == end ? 0 : first);
+  storeInt(span, 2 * b + 1, first == end ? 0 : end);
 }
 
-void keyLengths(const KernelArgs &args) {
+void keySpan(const KernelArgs &args) {
   args.expectCounts(1, 1, 1);
-  const DeviceTensor &mask = args.integer(0), &lengths = args.out(0);
-  if (mask.shape.size() != 2 || lengths.shape != std::vector<int64_t>{mask.shape[0]} ||
-      lengths.isFloat())
-    args.fail("the mask is not [batch, keys] or the result not integers [batch]");
+  const DeviceTensor &mask = args.integer(0), &span = args.out(0);
+  if (mask.shape.size() != 2 || span.shape != std::vector<int64_t>{mask.shape[0], 2} ||
+      span.isFloat())
+    args.fail("the mask is not [batch, keys] or the result not integers [batch, 2]");
   if (mask.shape[0] == 0)
     return;
-  keyLengthsKernel<<<blocksFor(mask.shape[0]), 256, 0, args.stream>>>(
-      mask.ref(), lengths.ref(), mask.shape[0], mask.shape[1]);
+  keySpanKernel<<<blocksFor(mask.shape[0]), 256, 0, args.stream>>>(mask.ref(), span.ref(),
+                                                                   mask.shape[0], mask.shape[1]);
   checkLaunch(args);
 }
 
@@ -639,7 +645,7 @@ void addTransformerKernels(DeviceKernelMap &kernels) {
   kernels["mt.rope_grad"] = [](const KernelArgs &args) { rope(args, true); };
   kernels["mt.attention"] = attention;
   kernels["mt.attention_grad"] = attentionGrad;
-  kernels["mt.key_lengths"] = keyLengths;
+  kernels["mt.key_span"] = keySpan;
 }
 
 } // namespace mt::cuda

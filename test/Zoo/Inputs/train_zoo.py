@@ -84,30 +84,32 @@ def check_model(name, entry, args, reference):
     row["worst error"] = f"{worst:.1e}"
     passed = (len(steps) == len(reference["losses"]) and losses[0] <= args.first_tolerance and
               worst <= args.tolerance and fused == (unfused is None))
-    if entry["masked"]:
-        # Right-padded batches: the mask 0 at padding, padding targets left out of the loss.
-        padded = os.path.join(args.work, name + ".padded.jsonl")
-        padded_reference = json.load(open(os.path.join(args.zoo,
-                                                       family + ".padded.losses.json")))
-        trained = run([args.mt_run, plan, "--data", os.path.join(args.zoo, "zoo-padded.tokens"),
-                       "--pad-token-id", str(padded_reference["pad_token_id"]), "--steps",
-                       str(len(padded_reference["losses"])), "--metrics", padded,
-                       *args.mt_run_args])
+    padded_references = {}
+    for batch in PADDED_BATCHES if entry["masked"] else []:
+        # Padded batches: the mask 0 at padding, padding targets (and those predicted at
+        # padding) left out of the loss.
+        padded = os.path.join(args.work, f"{name}.{batch}.jsonl")
+        want = json.load(open(os.path.join(args.zoo, f"{family}.{batch}.losses.json")))
+        padded_references[batch] = want
+        trained = run([args.mt_run, plan, "--data", os.path.join(args.zoo, f"zoo-{batch}.tokens"),
+                       "--pad-token-id", str(want["pad_token_id"]), "--steps",
+                       str(len(want["losses"])), "--metrics", padded, *args.mt_run_args])
         if trained.returncode != 0:
-            row["result"] = "mt-run failed on padded batches: " + (
+            row["result"] = f"mt-run failed on {batch} batches: " + (
                 trained.stderr.strip().splitlines() or [""])[-1]
             return False, row
-        errors = worst_error([json.loads(line) for line in open(padded)], padded_reference)
-        row["padded worst error"] = f"{max(errors):.1e}"
+        errors = worst_error([json.loads(line) for line in open(padded)], want)
+        row[f"{batch} worst error"] = f"{max(errors):.1e}"
         passed = passed and errors[0] <= args.first_tolerance and max(errors) <= args.tolerance
     row["result"] = "trains like PyTorch" if passed else "differs"
     # The device suite's metrics: the packed batches against PyTorch's run, and the masked
-    # exports' padded batches against PyTorch's padded run.
-    for column, metrics, want in [("GPU worst", f"zoo-{name}.jsonl", reference),
-                                  ("GPU padded worst", f"zoo-padded-{name}.jsonl",
-                                   padded_reference if entry["masked"] else None)]:
+    # exports' padded batches against PyTorch's padded runs.
+    device_runs = [("GPU worst", f"zoo-{name}.jsonl", reference)]
+    device_runs += [(f"GPU {batch} worst", f"zoo-{batch}-{name}.jsonl", want)
+                    for batch, want in padded_references.items()]
+    for column, metrics, want in device_runs:
         device = os.path.join(args.device_metrics or "", metrics)
-        if want is None or not args.device_metrics or not os.path.exists(device):
+        if not args.device_metrics or not os.path.exists(device):
             continue
         steps = [json.loads(line) for line in open(device)]
         row[column + " loss error"] = f"{max(relative(s['loss'], w) for s, w in zip(steps, want['losses'])):.1e}"
@@ -116,10 +118,14 @@ def check_model(name, entry, args, reference):
     return passed, row
 
 
+# The padded batches a masked export also trains on (zoo-BATCH.tokens against
+# FAMILY.BATCH.losses.json): its second sequence right-padded; then its first left-padded too.
+PADDED_BATCHES = ["padded", "left-padded"]
 RAISED = {"embedding", "linear", "layer_norm", "rms_norm", "gelu", "silu", "glu", "rope", "attention"}
 COLUMNS = ["family", "exporter", "mask", "opset", "raised", "fused attention",
-           "first loss error", "worst error", "padded worst error", "GPU worst loss error",
-           "GPU worst norm error", "GPU padded worst loss error", "result"]
+           "first loss error", "worst error", "padded worst error", "left-padded worst error",
+           "GPU worst loss error", "GPU worst norm error", "GPU padded worst loss error",
+           "GPU left-padded worst loss error", "result"]
 
 
 def markdown(rows, versions):
@@ -137,8 +143,9 @@ def markdown(rows, versions):
              f"whose second sequence ends in 5 padding tokens (`mt-run --pad-token-id 0`: the "
              f"mask 0 there, padding targets left out of the loss), against PyTorch given the "
              f"same mask and -100 labels (`padded worst error`; on the H200 `GPU padded worst loss "
-             f"error`). `raised` lists the fused ops "
-             f"the graph was raised to.", "",
+             f"error`), and on the same batch with its first sequence starting with 4 padding "
+             f"tokens too (`left-padded`: the first token's target, predicted at padding, is "
+             f"-100 as well). `raised` lists the fused ops the graph was raised to.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
     for row in rows:
         lines.append("| " + " | ".join(row.get(c, "") for c in COLUMNS) + " |")
@@ -152,13 +159,16 @@ NOTES = """
   (a GatherND that reads it as [B, 1, 1, S], And with the causal mask; OPT counts positions
   with CumSum); mt compiles those ops (views, selects, a product with a triangle of ones),
   and mt-run feeds a mask of ones (packed sequences), or with `--pad-token-id` a mask that is
-  0 at padding, whose targets then count for nothing in the loss (right padding, as
-  transformers' collators make it). Attention under that mask is fused: mtc recognizes the
-  mask as the causal triangle and the input's padding, and attention reads the input as each
-  sequence's length (`mt.key_lengths`), which the plan holds to right padding (mt-run
-  refuses any other mask for it). Left padding is refused: a left-padded row attends to
-  nothing, and there the exported graphs differ from PyTorch (first loss 3e-4 off through
-  the dynamo export's NaN guard, NaN through the legacy one).
+  0 at padding, whose targets then count for nothing in the loss (as transformers' collators
+  set padding labels to -100). Attention under that mask is fused: mtc recognizes the mask
+  as the causal triangle and the input's padding, and attention reads the input as each
+  sequence's span of tokens (`mt.key_span`), which the plan holds to one span a row (left
+  padding, tokens, right padding; mt-run refuses padding between tokens). Under left
+  padding a padding row attends to nothing and is zero, as the dynamo export's NaN guard
+  makes it; PyTorch's eager masks instead let such a row attend to every key (transformers
+  unmasks fully masked rows, except while tracing). So the prediction made at padding (the
+  first token's, under left padding) counts for nothing in mt's loss either, and padding
+  rows then reach no loss term: mt trains as PyTorch does given those -100 labels.
 - **A batch of one.** Exported from a batch of one with static shapes, the dynamo exporter
   folds the causal mask into an initializer of zeros and the float's lowest value (as
   external data when the model's weights are); mtc folds such a mask instead of training it,
@@ -191,7 +201,7 @@ NOTES = """
   nothing: a `--weights-map` entry says `"offset": 1` (the zoo's
   `gemma.legacy.map.json`), and without one its norms decay toward 0 (1e-4 off PyTorch
   after 20 steps).
-- **On the GPU** the suite trains every model, the masked exports on the padded batch too,
+- **On the GPU** the suite trains every model, the masked exports on both padded batches too,
   and the Llama from its pretrained weights (shards and bf16): every loss within 2e-2 of
   PyTorch's.
 - **Gradient norms on the GPU.** With bf16 storage the losses stay within 5e-3 of PyTorch's,
