@@ -9,8 +9,9 @@
 namespace mt {
 
 /// Runs one step from the same state on the host backend (fp32) and on the device (bf16
-/// copies), prints the loss of each and the worst relative gradient error per parameter
-/// (relative to the gradient's largest element), and returns the worst error.
+/// copies), prints the loss of each (its error relative to the loss, absolute below 1) and
+/// the worst relative gradient error per parameter (relative to the gradient's largest
+/// element), and returns the worst error.
 double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs);
 
 /// Runs one step on the device with every buffer kept (serialized), then each step command
