@@ -51,12 +51,15 @@ part gpu-pinned build/test/mt-gpu-pinned-test $plans/demo.mtp
 # Every kernel, forward and backward, against the host backend: one step of each op family's
 # test graph, loss and every gradient. With fp32 device storage they must agree to 1e-4: each
 # kernel's own error. With bf16 storage the error is the rounding carried through the graph
-# (within 6e-2 of each gradient's largest element: the elementwise graph's gradient of b is a
-# difference of terms ten times its size).
+# (within 6e-2 of each gradient's largest element; 1e-1 for the elementwise graph, whose
+# gradient of b is a difference of terms ten times its size, so that bf16's rounding of each
+# term, 0.4%, comes to 4-6% of it).
 for plan in $plans/gradients/*.mtp; do
   name=$(basename "$plan" .mtp)
+  bound=6e-2
+  [[ $name == elementwise ]] && bound=1e-1
   part "kernels-$name" $run "$plan" --check-against-host --init random --seed 1 \
-    --data $plans/gradients/ids.tokens --check-tolerance 6e-2
+    --data $plans/gradients/ids.tokens --check-tolerance $bound
   part "kernels-fp32-$name" $run $plans/gradients-fp32/$name.mtp --check-against-host \
     --init random --seed 1 --data $plans/gradients/ids.tokens --check-tolerance 1e-4
   # Each kernel alone with bf16 storage: the host backend runs every command again from the
