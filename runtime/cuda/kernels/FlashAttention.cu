@@ -288,15 +288,16 @@ struct KeyGradLayout {
 /// strip) are, and which keys each sees.
 struct LaneRows {
   int strip;          // the first row's place in the block
-  int64_t visible[2]; // keys [lowest, visible) are visible
-  int64_t lowest[2];
+  // Key indices as int (a sequence's keys are far below 2^31), to spare registers.
+  int visible[2]; // keys [lowest, visible) are visible
+  int lowest[2];
 
   __device__ LaneRows(const AttentionDims &a, int64_t head, int64_t first) {
     strip = threadIdx.x / 32 * kStrip + threadIdx.x % 32 / 4;
     for (int h = 0; h < 2; ++h) {
       const int64_t row = first + strip + 8 * h;
-      visible[h] = row < a.queries ? a.visible(head, row) : 0;
-      lowest[h] = a.firstVisible(head, row);
+      visible[h] = static_cast<int>(row < a.queries ? a.visible(head, row) : 0);
+      lowest[h] = static_cast<int>(a.firstVisible(head, row));
     }
   }
 
@@ -306,9 +307,44 @@ struct LaneRows {
   }
 };
 
+/// The keys [from, to) that every row of the strip of 16 from row `stripFirst` sees: a tile
+/// wholly among them takes no mask (all but the tiles on the diagonal, a window's edge or
+/// padding). Computed from values the warp shares, so that it costs no per-lane registers.
+struct StripKeys {
+  int64_t from, to;
+
+  __device__ StripKeys(const AttentionDims &a, int64_t head, int64_t stripFirst) {
+    // Both bounds grow with the row: the last row's first key, the first row's last.
+    const int64_t last = stripFirst + kStrip - 1;
+    from = a.firstVisible(head, last);
+    to = last < a.queries ? a.visible(head, stripFirst) : 0;
+  }
+
+  __device__ bool all(int64_t t0) const { return t0 >= from && t0 + kTile <= to; }
+};
+
 /// The key of element e of accumulator tile n in a tile from key t0.
 __device__ __forceinline__ int64_t keyOf(int64_t t0, int n, int e) {
   return t0 + n * 8 + 2 * (threadIdx.x % 4) + e % 2;
+}
+
+/// The logits of a strip's scores s (dot products) against the tile from key t0: -inf where
+/// the row does not see the key; with `all` (StripKeys::all) no key is masked.
+__device__ __forceinline__ void maskedLogits(float (&s)[kTile / 8][4], const LaneRows &mine,
+                                             bool all, const AttentionDims &a, int64_t t0) {
+  if (all) {
+#pragma unroll
+    for (int n = 0; n < kTile / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[n][e] = a.logit(s[n][e]);
+    return;
+  }
+#pragma unroll
+  for (int n = 0; n < kTile / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      s[n][e] = mine.sees(e, keyOf(t0, n, e)) ? a.logit(s[n][e]) : -CUDART_INF_F;
 }
 
 /// out = softmax(scale q k^T) v for 64 queries of one head, a strip of 16 per warp. Per key
@@ -343,6 +379,7 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
   __syncthreads(); // the query tile is read before the first key tile lands on it
 
   const LaneRows mine(a, head, first);
+  const StripKeys stripKeys(a, head, first + warp * kStrip);
   // Key tiles past what the block's last row sees (above the diagonal, or padding) and
   // before its first row's window are skipped.
   const KeyTiles<D> tiles{keys,
@@ -364,14 +401,13 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
         keyTile);
 
     // Logits where the row sees the key, -inf elsewhere; then the online softmax.
+    maskedLogits(s, mine, stripKeys.all(t0), a, t0);
     float tileMax[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
     for (int n = 0; n < kTile / 8; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[n][e] = mine.sees(e, keyOf(t0, n, e)) ? a.logit(s[n][e]) : -CUDART_INF_F;
+      for (int e = 0; e < 4; ++e)
         tileMax[e / 2] = fmaxf(tileMax[e / 2], s[n][e]);
-      }
     float correction[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -447,6 +483,7 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
   landCopies();
 
   const LaneRows mine(a, head, first);
+  const StripKeys stripKeys(a, head, first + warp * kStrip);
   const KeyTiles<D> tiles{reinterpret_cast<bf16 *>(shared + L::keys),
                           reinterpret_cast<bf16 *>(shared + L::values),
                           k + kvFirst * D,
@@ -463,11 +500,7 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
     dotTile<D>(
         dp, [&](int kk, uint32_t(&frag)[4]) { loadRows<kRowStride<D>>(frag, grads, kk); },
         valueTile);
-#pragma unroll
-    for (int n = 0; n < kTile / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[n][e] = mine.sees(e, keyOf(t0, n, e)) ? a.logit(s[n][e]) : -CUDART_INF_F;
+    maskedLogits(s, mine, stripKeys.all(t0), a, t0);
   };
 
   float rowLse[2], rowDelta[2];
