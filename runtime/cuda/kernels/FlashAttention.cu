@@ -602,6 +602,10 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
       {
         float st[kTile / 16][4] = {}, dpt[kTile / 16][4] = {};
         const int from = part * (kTile / 2);
+        // Whether every query of the tile sees every key of the block (the same for the
+        // block): then no score takes a condition.
+        const bool all = count == kTile && dead == 0 && live == kTile && diagonal >= kTile - 1 &&
+                         (a.window <= 0 || t0 + kTile - 1 - first < a.window);
         dotTile<D>(
             st, [&](int kk, uint32_t(&frag)[4]) { loadRows<stride>(frag, keyStrip, kk); },
             queries + from * stride);
@@ -618,8 +622,8 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
             for (int j = 0; j < 2; ++j) {
               const int query = from + n * 8 + 2 * (lane % 4) + j;
               p[j] = ds[j] = 0.0f;
-              if (query < count && key >= dead && key < live && key - query <= diagonal &&
-                  a.inWindow(t0 + query, first + key)) {
+              if (all || (query < count && key >= dead && key < live && key - query <= diagonal &&
+                          a.inWindow(t0 + query, first + key))) {
                 const float logit = a.logit(st[n][e + j]);
                 p[j] = __expf(logit - tileLse[query]);
                 ds[j] = p[j] * (dpt[n][e + j] - tileDelta[query]) * a.slope(logit);
