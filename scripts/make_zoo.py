@@ -134,16 +134,6 @@ def padded_tokens():
     return tokens.astype(np.uint16)
 
 
-def padded_reference(family):
-    """PyTorch on the padded batch as mt-run --pad-token-id trains: the mask 0 at padding,
-    padding targets -100 (left out of the loss)."""
-    windows = torch.from_numpy(padded_tokens().astype(np.int64)).view(BATCH, SEQ + 1)
-    inputs, targets = windows[:, :-1], windows[:, 1:].clone()
-    targets[targets == PAD] = -100
-    return make_reference.train(build(family), inputs, targets, STEPS,
-                                mask=(inputs != PAD).long())
-
-
 def left_padded_tokens():
     """The padded batch with its first sequence left-padded too: its first LEFT_PADDED tokens
     are PAD."""
@@ -152,11 +142,15 @@ def left_padded_tokens():
     return tokens
 
 
-def left_padded_reference(family):
-    """PyTorch on the left-padded batch as mt-run --pad-token-id trains: the mask 0 at
-    padding; padding targets, and those predicted at padding (the first token of the
-    left-padded sequence, from a row that attends to nothing), -100."""
-    windows = torch.from_numpy(left_padded_tokens().astype(np.int64)).view(BATCH, SEQ + 1)
+# The padded batches: each one's name (zoo-NAME.tokens, FAMILY.NAME.losses.json) and tokens.
+PADDED_BATCHES = {"padded": padded_tokens, "left-padded": left_padded_tokens}
+
+
+def padded_reference(family, tokens):
+    """PyTorch on a padded batch as mt-run --pad-token-id trains: the mask 0 at padding;
+    padding targets, and those predicted at padding (a left-padded sequence's first token,
+    from a row that attends to nothing), -100."""
+    windows = torch.from_numpy(tokens.astype(np.int64)).view(BATCH, SEQ + 1)
     inputs, targets = windows[:, :-1], windows[:, 1:].clone()
     targets[(targets == PAD) | (inputs == PAD)] = -100
     return make_reference.train(build(family), inputs, targets, STEPS,
@@ -238,8 +232,8 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     data = tokens()
     data.tofile(os.path.join(outdir, "zoo.tokens"))
-    padded_tokens().tofile(os.path.join(outdir, "zoo-padded.tokens"))
-    left_padded_tokens().tofile(os.path.join(outdir, "zoo-left-padded.tokens"))
+    for name, batch in PADDED_BATCHES.items():
+        batch().tofile(os.path.join(outdir, f"zoo-{name}.tokens"))
     index_path = os.path.join(outdir, "zoo.json")
     index = json.load(open(index_path)) if os.path.exists(index_path) else {}
     index["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
@@ -253,14 +247,11 @@ def main():
         with open(os.path.join(outdir, family + ".losses.json"), "w") as out:
             json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "losses": losses,
                        "grad_norms": norms}, out)
-        padded_losses, padded_norms = padded_reference(family)
-        with open(os.path.join(outdir, family + ".padded.losses.json"), "w") as out:
-            json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "pad_token_id": PAD,
-                       "losses": padded_losses, "grad_norms": padded_norms}, out)
-        left_losses, left_norms = left_padded_reference(family)
-        with open(os.path.join(outdir, family + ".left-padded.losses.json"), "w") as out:
-            json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "pad_token_id": PAD,
-                       "losses": left_losses, "grad_norms": left_norms}, out)
+        for name, batch in PADDED_BATCHES.items():
+            padded_losses, padded_norms = padded_reference(family, batch())
+            with open(os.path.join(outdir, f"{family}.{name}.losses.json"), "w") as out:
+                json.dump({"lr": LR, "weight_decay": WEIGHT_DECAY, "pad_token_id": PAD,
+                           "losses": padded_losses, "grad_norms": padded_norms}, out)
         if family == TIED:
             save_initial(family, outdir)
         if only_references:

@@ -115,8 +115,8 @@ std::vector<int64_t> maskPadding(Batch &batch, int64_t pad, int64_t length) {
     const int64_t *row = mask.data() + b * length;
     if (int64_t at = tokenPastSpan(length, [&](int64_t i) { return row[i] != 0; }); at >= 0)
       throw std::runtime_error("sequence " + std::to_string(b) +
-                               " of the batch has a token "
-                               "after padding after tokens (position " +
+                               " of the batch has a token after padding after tokens "
+                               "(position " +
                                std::to_string(at) +
                                "): --pad-token-id takes sequences padded before or after their "
                                "tokens, not between them");
