@@ -83,6 +83,10 @@ int64_t kernelScratchBytes(Operation *op) {
     if (input != head)
       bytes += scratch::bf16CopyBytes(elements(op->getOperand(input ? 0 : 1)));
     return bytes + kRoundingSlack;
+  } else if (name == "mt.attention") {
+    Value query = op->getOperand(0);
+    floats = scratch::attentionFloats(elements(query) / std::max<int64_t>(lastDim(query), 1),
+                                      op->getNumResults() > 1);
   } else if (name == "mt.attention_grad") {
     Value query = op->getOperand(0);
     floats = scratch::attentionGradFloats(elements(query) / std::max<int64_t>(lastDim(query), 1));

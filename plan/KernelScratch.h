@@ -51,8 +51,12 @@ struct LinearLossGradScratch {
   }
 };
 
-/// attention_grad: each query row's delta = grad . output (rows: batch x heads x queries).
+/// attention_grad: each query row's delta = grad . output (rows: batch x heads x queries),
+/// which cuDNN's backward writes in the same place (rowsum(grad * output)).
 inline int64_t attentionGradFloats(int64_t rows) { return rows; }
+
+/// attention without a log-sum-exp result: cuDNN's forward writes each row's there.
+inline int64_t attentionFloats(int64_t rows, bool hasLse) { return hasLse ? 0 : rows; }
 
 /// scatter_add into a result not stored in fp32: an fp32 table of the result to sum into.
 inline int64_t scatterAddFloats(int64_t resultElements) { return resultElements; }

@@ -8,6 +8,7 @@
 # written in by --profile-into, for mtc --target to predict the row from). BENCH_ROWS (a regex over row names) runs a subset; BENCH_PEERS=0 leaves the peers out;
 # BENCH_STEPS sets mt's steps a row (default 5; the first is left out of the medians); MT_RUN
 # another mt-run (a build before a change, carried beside, for the same rows in one call);
+# MT_ARGS more of mt-run's flags (e.g. --attention=own, mt's attention kernels against cuDNN's);
 # BENCH_PEER_KINDS (a regex over gpu and fsdpf) a subset of the peers.
 set -uo pipefail
 final="${OUT:-/tmp/mt-device-bench}"
@@ -35,7 +36,7 @@ for row in "${rows[@]}"; do
   cp "$out/calibrated.json" "$out/profile-$name.json"
   $run $plans/$plan.mtp --init random --data $plans/perf.tokens --steps "$steps" --lr 1e-4 \
     --backend=cuda --profile --profile-into "$out/profile-$name.json" \
-    --metrics "$out/mt-$name.jsonl" >"$out/mt-$name.txt" 2>&1
+    --metrics "$out/mt-$name.jsonl" ${MT_ARGS:-} >"$out/mt-$name.txt" 2>&1
   echo "-- mt $name: rc $?"
   tail -n 14 "$out/mt-$name.txt"
   [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue

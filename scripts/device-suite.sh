@@ -67,6 +67,21 @@ for plan in $plans/gradients/*.mtp; do
   part "kernels-each-$name" $run "$plan" --check-kernels --init random --seed 1 \
     --data $plans/gradients/ids.tokens
 done
+# Where cuDNN loads, it serves plain attention (the graphs above); mt's own kernels, which
+# serve the rest, on the same graphs, and cuDNN's backward that sums dq with atomics. The
+# device has cuDNN: the first part fails unless it ran the attention.
+part cudnn-attention bash -c "$run $plans/gradients/attention-tiles.mtp --check-against-host \
+  --init random --seed 1 --data $plans/gradients/ids.tokens --check-tolerance 6e-2 \
+  | tee /dev/stderr | grep -q 'calls on cuDNN'"
+for name in attention-tiles attention-rope; do
+  for kernels in own atomic; do
+    part "kernels-$kernels-$name" $run $plans/gradients/$name.mtp --attention=$kernels \
+      --check-against-host --init random --seed 1 --data $plans/gradients/ids.tokens \
+      --check-tolerance 6e-2
+    part "kernels-each-$kernels-$name" $run $plans/gradients/$name.mtp --attention=$kernels \
+      --check-kernels --init random --seed 1 --data $plans/gradients/ids.tokens
+  done
+done
 part "kernels-each-llama-m2-flat" $run $plans/llama-m2-flat.mtp --check-kernels \
   --data $plans/llama-m2.tokens
 # The full gradient of the fixture models and the demo model, device against host.

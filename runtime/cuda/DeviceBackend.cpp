@@ -54,6 +54,7 @@ public:
     options.profileKernels = settings.profile;
     options.collectives = nccl.get();
     options.gradientRing = settings.gradientsConsumedOnLanding;
+    options.attention = settings.attention;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
     // This rank updates its shards, from gradients the device averaged, as the updates
     // overlap the device; the loss and the norm over the ranks are the host's only
@@ -184,6 +185,7 @@ void DeviceBackend::printStartup(int64_t parameters) const {
               gib(static_cast<double>(planDeviceBytes(plan))),
               gib(static_cast<double>(memory.arena)), memory.scratch / 1048576.0,
               memory.blasWorkspace / 1048576.0, memory.inputs / 1024.0, memory.constants / 1024.0);
+  std::printf("attention   | %s\n", executor->attentionKernels().c_str());
   if (nccl)
     std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (its "
                 "shards) | gradients averaged and weights gathered on the device, a "
@@ -218,7 +220,8 @@ StepMeasureList DeviceBackend::measures() const {
           {"device_bytes", static_cast<double>(held())},
           {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},
           {"process_device_bytes", static_cast<double>(used)},
-          {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)}};
+          {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)},
+          {"cudnn_attention_calls", static_cast<double>(executor->cudnnAttentionCalls())}};
 }
 
 void DeviceBackend::writeTrace(const std::string &path) const {
@@ -265,9 +268,10 @@ BackendKind cudaBackend() {
   };
   kind.calibrate = cuda::calibrateDevice;
   kind.check = [](const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
-                  DeviceCheck which, double tolerance) {
-    return which == DeviceCheck::Kernels ? checkKernels(plan, state, inputs, tolerance)
-                                         : checkAgainstHost(plan, state, inputs);
+                  DeviceCheck which, double tolerance, const BackendSettings &settings) {
+    return which == DeviceCheck::Kernels
+               ? checkKernels(plan, state, inputs, tolerance, settings.attention)
+               : checkAgainstHost(plan, state, inputs, settings.attention);
   };
   kind.launch = launchRanks;
   return kind;

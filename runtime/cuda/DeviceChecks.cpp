@@ -85,13 +85,15 @@ std::vector<const float *> mastersOf(const HostState &state) {
 } // namespace
 
 double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
-                    double tolerance) {
+                    double tolerance, AttentionKernels attention) {
   std::vector<const float *> masters = mastersOf(state);
   host::Executor<float> reference(plan);
   cuda::ExecutorOptions options;
   options.serialize = true;
+  options.attention = attention;
   cuda::Executor device(plan, state, options);
   device.run(inputs);
+  std::printf("attention | %s\n", device.attentionKernels().c_str());
   std::map<std::string, std::pair<int, double>> worstByOp; // commands, worst error
   double worst = 0;
   for (const plan::Command &command : plan.step().commands()) {
@@ -126,11 +128,15 @@ double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs 
   return worst;
 }
 
-double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs) {
+double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
+                        AttentionKernels attention) {
   host::Executor<float> reference(plan);
   host::StepResult<float> expected = reference.run(mastersOf(state), inputs);
-  cuda::Executor device(plan, state);
+  cuda::ExecutorOptions options;
+  options.attention = attention;
+  cuda::Executor device(plan, state, options);
   cuda::StepMeasures measured = device.run(inputs);
+  std::printf("attention | %s\n", device.attentionKernels().c_str());
   // Relative to the loss, or absolute below 1: a test graph's loss (a signed sum) can cancel
   // to near zero, where a relative error measures the cancellation, not the kernels.
   double lossError =

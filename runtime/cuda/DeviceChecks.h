@@ -11,8 +11,9 @@ namespace mt {
 /// Runs one step from the same state on the host backend (fp32) and on the device (bf16
 /// copies), prints the loss of each (its error relative to the loss, absolute below 1) and
 /// the worst relative gradient error per parameter (relative to the gradient's largest
-/// element), and returns the worst error.
-double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs);
+/// element), and returns the worst error. `attention`: the kernels of fused attention.
+double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
+                        AttentionKernels attention);
 
 /// Runs one step on the device with every buffer kept (serialized), then each step command
 /// that is a kernel on the host backend, from the operands the device read (bf16 where the
@@ -21,7 +22,7 @@ double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInp
 /// worst relative error (to the result's largest element) per op, and each result above
 /// `tolerance`, and returns the worst of all.
 double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
-                    double tolerance);
+                    double tolerance, AttentionKernels attention);
 
 } // namespace mt
 

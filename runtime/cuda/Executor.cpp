@@ -95,6 +95,23 @@ Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions opt
   }
 }
 
+std::string Executor::attentionKernels() const {
+  if (!cudnn)
+    return options.attention == AttentionKernels::Own ? "mt's own kernels (--attention=own)"
+                                                      : "mt's own kernels: " + cudnnMissing;
+  std::string line =
+      "cuDNN " + cudnn->version() + " where it serves (" +
+      (options.attention == AttentionKernels::CudnnAtomic ? "backward summing dq with atomics"
+                                                          : "deterministic backward") +
+      "), mt's own kernels elsewhere";
+  if (cudnn->served() > 0)
+    line += "; " + std::to_string(cudnn->served()) + " calls on cuDNN, workspace up to " +
+            std::to_string(cudnn->workspaceBytes() >> 10) + " KiB";
+  if (!cudnn->declined().empty())
+    line += "; cuDNN declined " + cudnn->declined();
+  return line;
+}
+
 void checkDeviceMemory(int64_t needed, int64_t arena, int64_t reserve) {
   size_t freeBytes = 0, totalBytes = 0;
   MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
@@ -229,6 +246,8 @@ void Executor::allocateDevice(const Layout &layout) {
                     layout.arenaBytes, reserve);
 
   blas = std::make_unique<CublasLt>(plan.blas_workspace_bytes());
+  if (options.attention != AttentionKernels::Own)
+    cudnn = CudnnAttention::create(&cudnnMissing);
   deviceMemory.blasWorkspace = plan.blas_workspace_bytes();
   scratch = std::make_unique<Scratch>(plan.scratch_bytes());
   deviceMemory.scratch = plan.scratch_bytes();
@@ -571,7 +590,8 @@ void Executor::runCommand(const plan::Command &command, const std::vector<Device
     operands.push_back(values[id]);
   scratch->reset();
   if (!options.profileKernels) {
-    runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, *scratch));
+    runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, cudnn.get(),
+                               options.attention != AttentionKernels::CudnnAtomic, *scratch));
     return;
   }
   size_t k = clock.kernelsRun++;
@@ -582,7 +602,8 @@ void Executor::runCommand(const plan::Command &command, const std::vector<Device
   }
   clock.kernels[k] = &command;
   MT_CUDA_CHECK(cudaEventRecord(clock.kernelStarts[k], stream));
-  runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, *scratch));
+  runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, cudnn.get(),
+                             options.attention != AttentionKernels::CudnnAtomic, *scratch));
   MT_CUDA_CHECK(cudaEventRecord(clock.kernelEnds[k], stream));
 }
 

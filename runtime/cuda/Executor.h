@@ -8,10 +8,12 @@
 #include "runtime/HostState.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaHandles.h"
+#include "runtime/cuda/CudnnAttention.h"
 #include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/DeviceTensor.h"
 #include "runtime/cuda/PinnedMemory.h"
 #include "runtime/cuda/Scratch.h"
+#include "runtime/train/StepBackend.h"
 #include "runtime/train/StepProfile.h"
 
 #include <cuda_runtime.h>
@@ -47,6 +49,8 @@ struct ExecutorOptions {
   /// Only where each update starts as its gradient lands and nothing reads it after; off
   /// when serialized (no reuse) and with collectives.
   bool gradientRing = false;
+  /// The kernels of fused attention (cuDNN's where they serve, or mt's own).
+  AttentionKernels attention = AttentionKernels::Cudnn;
 };
 
 /// One command as it ran: its stream, and start/end in ms from the step's start.
@@ -110,6 +114,11 @@ public:
   /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
   float *gradient(int p) const { return gradients.at(p); }
   const DeviceMemory &memory() const { return deviceMemory; }
+  /// Which kernels run fused attention, in a line: cuDNN's (its version; the calls it ran
+  /// and a shape it declined, once steps have run) or mt's own (and why).
+  std::string attentionKernels() const;
+  /// The attention calls cuDNN ran so far.
+  int64_t cudnnAttentionCalls() const { return cudnn ? cudnn->served() : 0; }
   /// Step value `id` where the device holds it. After a serialized run every value a step
   /// command made is still there (no buffer is reused).
   const DeviceTensor &stepValue(int id) const;
@@ -159,6 +168,8 @@ private:
   HostState &state;
   ExecutorOptions options;
   std::unique_ptr<CublasLt> blas;
+  std::unique_ptr<CudnnAttention> cudnn; // null: mt's own attention kernels
+  std::string cudnnMissing;              // why cudnn is null, when it was asked for
   std::unique_ptr<Scratch> scratch;
   /// The plan's streams by role; a command names one, index 0, 1 or 2 in that order.
   struct Streams {

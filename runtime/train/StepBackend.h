@@ -20,6 +20,11 @@ namespace mt {
 using TokenInputs = std::map<std::string, std::vector<int64_t>>;
 
 /// What a run asks of its backend beyond the plan and the host state.
+/// Fused attention on the device: cuDNN's engines where cuDNN loads and serves the shape
+/// (bf16; no padding span, window or cap), mt's own kernels elsewhere; CudnnAtomic lets cuDNN's
+/// backward sum dq with atomics (faster, but runs differ in the last bits); Own: mt's only.
+enum class AttentionKernels { Cudnn, CudnnAtomic, Own };
+
 struct BackendSettings {
   /// cuda: every command on one stream (for debugging and measuring the overlap).
   bool serialize = false;
@@ -39,6 +44,8 @@ struct BackendSettings {
   /// Time every kernel of a step (mt-run --profile): profile() then tells the last step's
   /// time by op family. It costs a little of the overlap (a timing event pair a kernel).
   bool profile = false;
+  /// cuda: which kernels run fused attention (mt-run --attention).
+  AttentionKernels attention = AttentionKernels::Cudnn;
 };
 
 /// The step's inputs to AdamW, for a backend whose ranks share the update.
@@ -122,9 +129,10 @@ struct BackendKind {
       make;
   /// Measures the machine and writes its profile for mtc to a file; returns a table of it.
   std::function<std::string(const std::string &path)> calibrate;
-  /// Optional: one step against the host backend; returns the worst error.
+  /// Optional: one step against the host backend; returns the worst error. The settings'
+  /// kernel choices (attention) hold for the checked step.
   std::function<double(const plan::Plan &, HostState &, const TokenInputs &, DeviceCheck,
-                       double tolerance)>
+                       double tolerance, const BackendSettings &)>
       check;
   /// Optional, data parallel over processes: `processes` children of this one, one a device
   /// (--nproc-per-node), or this process as one rank of a launcher's (processes 0: the

@@ -61,6 +61,7 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
   BackendSettings settings;
   settings.serialize = options.serialize;
   settings.profile = options.profile;
+  settings.attention = options.attention;
   settings.interleave = options.checkSchedule;
   settings.seed = options.seed;
   settings.ignoredEvent = options.ignoredEvent;

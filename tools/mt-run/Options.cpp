@@ -38,6 +38,11 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --nproc-per-node N        data-parallel over N GPUs of this host, one process each, joined
                             by NCCL (loaded from libnccl.so.2); the same math as --ranks
   --serialize               cuda debug: every command on one stream, no buffer reuse
+  --attention auto|atomic|own   cuda: fused attention through cuDNN 9 where it loads and
+                            serves the shape (bf16, causal or not, no padding, window or cap),
+                            mt's own kernels elsewhere (auto, the default); atomic: cuDNN's
+                            backward sums dq with atomics (faster; runs differ in the last
+                            bits); own: mt's kernels only
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
   --profile                 time every kernel: each step's time by op family (products,
@@ -169,7 +174,14 @@ Options parseOptions(int argc, char **argv) {
       options.ranks = static_cast<int>(countOf(arg, take(), 1));
     else if (arg == "--serialize")
       options.serialize = true;
-    else if (arg == "--trace")
+    else if (arg == "--attention") {
+      std::string kernels = take();
+      if (kernels != "auto" && kernels != "atomic" && kernels != "own")
+        throw UsageError("--attention takes auto, atomic or own, not '" + kernels + "'");
+      options.attention = kernels == "auto"     ? AttentionKernels::Cudnn
+                          : kernels == "atomic" ? AttentionKernels::CudnnAtomic
+                                                : AttentionKernels::Own;
+    } else if (arg == "--trace")
       options.trace = take();
     else if (arg == "--profile")
       options.profile = true;

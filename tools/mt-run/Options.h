@@ -3,6 +3,7 @@
 #define MT_TOOLS_MT_RUN_OPTIONS_H
 
 #include "plan/plan.pb.h"
+#include "runtime/train/StepBackend.h"
 
 #include <cstdint>
 #include <map>
@@ -28,6 +29,8 @@ struct Options {
                           saveOnnx, calibrate, weights, weightsMap, checkpointDir, resume;
   bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
        checkKernels = false, serialize = false, profile = false;
+  /// --attention: the kernels of fused attention on the device.
+  AttentionKernels attention = AttentionKernels::Cudnn;
   std::string trace;
   /// --profile-into: the device profile (JSON) that the last step's kernel rates go into.
   std::string profileInto;

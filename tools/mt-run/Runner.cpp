@@ -151,8 +151,10 @@ int train(const Options &options) {
   double tolerance = options.checkTolerance >= 0     ? options.checkTolerance
                      : check == DeviceCheck::Kernels ? 1e-2
                                                      : 3e-2;
+  BackendSettings checkSettings;
+  checkSettings.attention = options.attention;
   if (deviceCheck && !needsData)
-    return kind.check(plan, state, {}, check, tolerance) <= tolerance ? 0 : 1;
+    return kind.check(plan, state, {}, check, tolerance, checkSettings) <= tolerance ? 0 : 1;
   TokenData &data = *tokens;
   StepInputs &stepInputs = *inputs;
   if (!resumeFrom.empty())
@@ -161,7 +163,10 @@ int train(const Options &options) {
   TrainingLog log(options.processRank <= 0 ? options.metrics : "", options.steps,
                   isatty(fileno(stdout)), resumed.step);
   if (deviceCheck)
-    return kind.check(plan, state, stepInputs.next(data), check, tolerance) <= tolerance ? 0 : 1;
+    return kind.check(plan, state, stepInputs.next(data), check, tolerance, checkSettings) <=
+                   tolerance
+               ? 0
+               : 1;
   if (options.processes > 0 && !stepInputs.layerMajor() && plan.micro_batches() > 1)
     throw std::runtime_error("--nproc-per-node takes layer-major micro-batches only");
 

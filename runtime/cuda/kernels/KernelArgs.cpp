@@ -11,9 +11,9 @@ namespace mt::cuda {
 
 KernelArgs::KernelArgs(const plan::Command &command, std::vector<DeviceTensor> operands,
                        std::vector<DeviceTensor> results, cudaStream_t stream, CublasLt &blas,
-                       Scratch &scratch)
-    : stream(stream), blas(blas), command(command), operands(std::move(operands)),
-      results(std::move(results)), scratchMemory(scratch) {}
+                       CudnnAttention *cudnn, bool deterministic, Scratch &scratch)
+    : stream(stream), blas(blas), cudnn(cudnn), deterministic(deterministic), command(command),
+      operands(std::move(operands)), results(std::move(results)), scratchMemory(scratch) {}
 
 namespace {
 
@@ -79,6 +79,8 @@ void *KernelArgs::scratch(size_t bytes) const {
          " the plan reserves (passes/DeviceReserve.cpp no longer matches the kernel)");
   return region;
 }
+
+void *KernelArgs::scratchIfFree(size_t bytes) const { return scratchMemory.take(bytes); }
 
 void checkLaunch(const KernelArgs &args) {
   cudaError_t status = cudaGetLastError();

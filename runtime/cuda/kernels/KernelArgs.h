@@ -20,6 +20,7 @@ class Command;
 namespace mt::cuda {
 
 class CublasLt;
+class CudnnAttention;
 class Scratch;
 
 /// A kernel failed on its inputs, or the plan named an op without a device kernel; the
@@ -32,7 +33,7 @@ class KernelArgs {
 public:
   KernelArgs(const plan::Command &command, std::vector<DeviceTensor> operands,
              std::vector<DeviceTensor> results, cudaStream_t stream, CublasLt &blas,
-             Scratch &scratch);
+             CudnnAttention *cudnn, bool deterministic, Scratch &scratch);
 
   const std::string &op() const;
   [[noreturn]] void fail(const std::string &message) const;
@@ -69,9 +70,15 @@ public:
   /// returns a region of its own, valid for the work this command enqueues on `stream`.
   /// Fails, naming the op, beyond what the plan reserves for the op (passes/DeviceReserve).
   void *scratch(size_t bytes) const;
+  /// The same, or null beyond what the plan reserves (for work that has another way).
+  void *scratchIfFree(size_t bytes) const;
 
   cudaStream_t stream;
   CublasLt &blas;
+  /// Fused attention through cuDNN, or null (mt's own kernels); `deterministic`: its
+  /// backward must give the same bits every run.
+  CudnnAttention *cudnn;
+  bool deterministic;
 
 private:
   const plan::Command &command;

@@ -2,6 +2,7 @@
 // grouped-query attention (flash-style, online softmax, O(T) memory), with the gradients.
 #include "plan/KernelScratch.h"
 #include "runtime/KernelShapes.h"
+#include "runtime/cuda/CudnnAttention.h"
 #include "runtime/cuda/kernels/Access.cuh"
 #include "runtime/cuda/kernels/FlashAttention.h"
 #include "runtime/cuda/kernels/KernelArgs.h"
@@ -537,6 +538,30 @@ float *lseOf(const KernelArgs &args, const DeviceTensor &lse, const AttentionDim
   return static_cast<float *>(lse.data);
 }
 
+/// cuDNN's shape of the call when cuDNN is on and its graphs say what the call does:
+/// operands [0, operands) and results [0, results) bf16 and 16-byte aligned, no padding span,
+/// window or cap. Else null: mt's own kernels run it.
+const CudnnAttentionShape *cudnnShape(const KernelArgs &args, const AttentionDims &a,
+                                      size_t operands, size_t results, CudnnAttentionShape &shape) {
+  if (!args.cudnn || a.keySpan || a.window > 0 || a.softcap > 0.0f)
+    return nullptr;
+  auto fits = [](const DeviceTensor &t) {
+    return t.storage == Storage::BF16 && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
+  };
+  for (size_t i = 0; i < operands; ++i)
+    if (!fits(args.in(i)))
+      return nullptr;
+  for (size_t r = 0; r < results; ++r)
+    if (!fits(args.out(r)))
+      return nullptr;
+  shape = {a, a.scale, a.causal};
+  return &shape;
+}
+
+WorkspaceSource workspaceOf(const KernelArgs &args) {
+  return [&args](size_t bytes) { return args.scratchIfFree(bytes); };
+}
+
 void attention(const KernelArgs &args) {
   args.expectCounts(3, 4, 1, 2);
   AttentionDims a = attentionDims(args, 3);
@@ -547,7 +572,14 @@ void attention(const KernelArgs &args) {
   Ref q = args.real(0).ref(), k = args.real(1).ref(), v = args.real(2).ref();
   Ref out = args.realResult(0).ref();
   int64_t blocks = a.batch * a.queryHeads * ((a.queries + kWarps - 1) / kWarps);
-  if (blocks == 0 || flashAttention(args, a, lse))
+  if (blocks == 0)
+    return;
+  CudnnAttentionShape shape;
+  if (const CudnnAttentionShape *s = cudnnShape(args, a, 3, 1, shape);
+      s && args.cudnn->forward(*s, {q.data, k.data, v.data, out.data, lse}, args.stream,
+                               workspaceOf(args)))
+    return;
+  if (flashAttention(args, a, lse))
     return;
   withColumnsPerLane(args, a, [&](auto columns) {
     constexpr int N = decltype(columns)::value;
@@ -577,6 +609,13 @@ void attentionGrad(const KernelArgs &args) {
   Ref dq = args.realResult(0).ref(), dk = args.realResult(1).ref(),
       dv = args.realResult(2).ref();
   int64_t rows = a.batch * a.queryHeads * a.queries;
+  CudnnAttentionShape shape;
+  if (const CudnnAttentionShape *s = cudnnShape(args, a, 5, 3, shape);
+      s && rows > 0 && a.keys > 0 &&
+      args.cudnn->backward(
+          *s, {q.data, k.data, v.data, args.in(4).data, g.data, lse, dq.data, dk.data, dv.data},
+          args.deterministic, args.stream, workspaceOf(args)))
+    return;
   float *delta = nullptr;
   if (rows > 0) {
     delta = static_cast<float *>(args.scratch(sizeof(float) * scratch::attentionGradFloats(rows)));
