@@ -67,14 +67,14 @@ for plan in $plans/gradients/*.mtp; do
   part "kernels-each-$name" $run "$plan" --check-kernels --init random --seed 1 \
     --data $plans/gradients/ids.tokens
 done
-# Where cuDNN loads, it serves plain attention (the graphs above); mt's own kernels, which
-# serve the rest, on the same graphs, and cuDNN's backward that sums dq with atomics. The
-# device has cuDNN: the first part fails unless it ran the attention.
-part cudnn-attention bash -c "$run $plans/gradients/attention-tiles.mtp --check-against-host \
+# cuDNN's attention (mt-run --attention=cudnn) on the attention graphs, and its backward that
+# sums dq with atomics. The device has cuDNN: the first part fails unless it ran the attention.
+part cudnn-attention bash -c "$run $plans/gradients/attention-tiles.mtp --attention=cudnn \
+  --check-against-host \
   --init random --seed 1 --data $plans/gradients/ids.tokens --check-tolerance 6e-2 \
   | tee /dev/stderr | grep -q 'calls on cuDNN'"
 for name in attention-tiles attention-rope; do
-  for kernels in own atomic; do
+  for kernels in cudnn cudnn-atomic; do
     part "kernels-$kernels-$name" $run $plans/gradients/$name.mtp --attention=$kernels \
       --check-against-host --init random --seed 1 --data $plans/gradients/ids.tokens \
       --check-tolerance 6e-2

@@ -97,7 +97,7 @@ Executor::Executor(const plan::Plan &plan, HostState &state, ExecutorOptions opt
 
 std::string Executor::attentionKernels() const {
   if (!cudnn)
-    return options.attention == AttentionKernels::Own ? "mt's own kernels (--attention=own)"
+    return options.attention == AttentionKernels::Own ? "mt's own kernels"
                                                       : "mt's own kernels: " + cudnnMissing;
   std::string line =
       "cuDNN " + cudnn->version() + " where it serves (" +

@@ -20,9 +20,10 @@ namespace mt {
 using TokenInputs = std::map<std::string, std::vector<int64_t>>;
 
 /// What a run asks of its backend beyond the plan and the host state.
-/// Fused attention on the device: cuDNN's engines where cuDNN loads and serves the shape
-/// (bf16; no padding span, window or cap), mt's own kernels elsewhere; CudnnAtomic lets cuDNN's
-/// backward sum dq with atomics (faster, but runs differ in the last bits); Own: mt's only.
+/// Fused attention on the device: Own, mt's kernels (the default until cuDNN's graphs have
+/// passed the device suite); Cudnn, cuDNN's engines where cuDNN loads and serves the shape
+/// (bf16; no padding span, window or cap), mt's kernels elsewhere; CudnnAtomic, the same with
+/// cuDNN's backward summing dq with atomics (runs differ in the last bits).
 enum class AttentionKernels { Cudnn, CudnnAtomic, Own };
 
 struct BackendSettings {
@@ -45,7 +46,7 @@ struct BackendSettings {
   /// time by op family. It costs a little of the overlap (a timing event pair a kernel).
   bool profile = false;
   /// cuda: which kernels run fused attention (mt-run --attention).
-  AttentionKernels attention = AttentionKernels::Cudnn;
+  AttentionKernels attention = AttentionKernels::Own;
 };
 
 /// The step's inputs to AdamW, for a backend whose ranks share the update.

@@ -38,11 +38,12 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --nproc-per-node N        data-parallel over N GPUs of this host, one process each, joined
                             by NCCL (loaded from libnccl.so.2); the same math as --ranks
   --serialize               cuda debug: every command on one stream, no buffer reuse
-  --attention auto|atomic|own   cuda: fused attention through cuDNN 9 where it loads and
-                            serves the shape (bf16, causal or not, no padding, window or cap),
-                            mt's own kernels elsewhere (auto, the default); atomic: cuDNN's
-                            backward sums dq with atomics (faster; runs differ in the last
-                            bits); own: mt's kernels only
+  --attention own|cudnn|cudnn-atomic   cuda: mt's attention kernels (own, the default);
+                            cudnn: cuDNN 9's flash-attention engines where cuDNN loads and
+                            serves the shape (bf16, no padding, window or cap), mt's kernels
+                            elsewhere (not yet checked on a GPU); cudnn-atomic: the same with
+                            cuDNN's backward summing dq with atomics (runs differ in the last
+                            bits)
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
   --profile                 time every kernel: each step's time by op family (products,
@@ -176,11 +177,11 @@ Options parseOptions(int argc, char **argv) {
       options.serialize = true;
     else if (arg == "--attention") {
       std::string kernels = take();
-      if (kernels != "auto" && kernels != "atomic" && kernels != "own")
-        throw UsageError("--attention takes auto, atomic or own, not '" + kernels + "'");
-      options.attention = kernels == "auto"     ? AttentionKernels::Cudnn
-                          : kernels == "atomic" ? AttentionKernels::CudnnAtomic
-                                                : AttentionKernels::Own;
+      if (kernels != "own" && kernels != "cudnn" && kernels != "cudnn-atomic")
+        throw UsageError("--attention takes own, cudnn or cudnn-atomic, not '" + kernels + "'");
+      options.attention = kernels == "cudnn"          ? AttentionKernels::Cudnn
+                          : kernels == "cudnn-atomic" ? AttentionKernels::CudnnAtomic
+                                                      : AttentionKernels::Own;
     } else if (arg == "--trace")
       options.trace = take();
     else if (arg == "--profile")
