@@ -383,7 +383,7 @@ int64_t aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 } // namespace
 
-std::unique_ptr<CudnnAttention> CudnnAttention::create(std::string *why) {
+std::unique_ptr<CudnnAttention> CudnnAttention::create(bool deterministic, std::string *why) {
   const CudnnApi *api = loadCudnn(why);
   if (!api)
     return nullptr;
@@ -394,11 +394,11 @@ std::unique_ptr<CudnnAttention> CudnnAttention::create(std::string *why) {
       *why = std::string("cudnnCreate failed: ") + api->errorString(status);
     return nullptr;
   }
-  return std::unique_ptr<CudnnAttention>(new CudnnAttention(*api, handle));
+  return std::unique_ptr<CudnnAttention>(new CudnnAttention(*api, handle, deterministic));
 }
 
-CudnnAttention::CudnnAttention(const CudnnApi &api, cudnnHandle_t handle)
-    : api(api), handle(handle) {}
+CudnnAttention::CudnnAttention(const CudnnApi &api, cudnnHandle_t handle, bool deterministic)
+    : api(api), handle(handle), isDeterministic(deterministic) {}
 
 CudnnAttention::~CudnnAttention() {
   graphs.clear(); // every descriptor before the handle
@@ -507,12 +507,11 @@ bool CudnnAttention::forward(const CudnnAttentionShape &shape, const CudnnAttent
 }
 
 bool CudnnAttention::backward(const CudnnAttentionShape &shape, const CudnnAttentionBackward &t,
-                              bool deterministic, cudaStream_t stream,
-                              const WorkspaceSource &workspace) {
+                              cudaStream_t stream, const WorkspaceSource &workspace) {
   std::vector<const void *> bound{t.q, t.k, t.v, t.out, t.lse, t.grad, t.dq, t.dk, t.dv};
   // The atomic form's fp32 accumulator may not fit the plan's scratch, which reserves the
   // deterministic form's row sums (passes/DeviceReserve).
-  if (!deterministic)
+  if (!isDeterministic)
     if (const Graph *graph = graphFor(shape, true, false);
         graph && run(*graph, bound, stream, workspace))
       return true;

@@ -44,7 +44,9 @@ using WorkspaceSource = std::function<void *(size_t bytes)>;
 class CudnnAttention {
 public:
   /// Null when cuDNN cannot be loaded or give this device a handle; `why` says which.
-  static std::unique_ptr<CudnnAttention> create(std::string *why);
+  /// `deterministic`: the backward's dq from one product, where the faster form sums it with
+  /// atomics in an fp32 accumulator (the same run twice then differs in the last bits).
+  static std::unique_ptr<CudnnAttention> create(bool deterministic, std::string *why);
   ~CudnnAttention();
   CudnnAttention(const CudnnAttention &) = delete;
   CudnnAttention &operator=(const CudnnAttention &) = delete;
@@ -53,10 +55,9 @@ public:
   /// engine for the shape (remembered, with its reason) or its workspace is not to be had.
   bool forward(const CudnnAttentionShape &shape, const CudnnAttentionForward &tensors,
                cudaStream_t stream, const WorkspaceSource &workspace);
-  /// `deterministic`: dq from one product, where the faster form sums it with atomics in an
-  /// fp32 accumulator (the same run twice then differs in the last bits).
   bool backward(const CudnnAttentionShape &shape, const CudnnAttentionBackward &tensors,
-                bool deterministic, cudaStream_t stream, const WorkspaceSource &workspace);
+                cudaStream_t stream, const WorkspaceSource &workspace);
+  bool deterministic() const { return isDeterministic; }
 
   /// cuDNN's version, e.g. "9.19.0".
   std::string version() const;
@@ -69,7 +70,7 @@ public:
   struct Graph;
 
 private:
-  CudnnAttention(const CudnnApi &api, cudnnHandle_t handle);
+  CudnnAttention(const CudnnApi &api, cudnnHandle_t handle, bool deterministic);
   /// The planned graph for a shape, built on first use (null: cuDNN has none).
   const Graph *graphFor(const CudnnAttentionShape &shape, bool backward, bool deterministic);
   /// Remembers the first shape cuDNN cannot serve, and says so once on stderr.
@@ -79,6 +80,7 @@ private:
 
   const CudnnApi &api;
   cudnnHandle_t handle;
+  bool isDeterministic;
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, bool,
                          bool, bool>;
   std::map<Key, std::unique_ptr<Graph>> graphs; // null entries: declined shapes

@@ -101,8 +101,7 @@ std::string Executor::attentionKernels() const {
                                                       : "mt's own kernels: " + cudnnMissing;
   std::string line =
       "cuDNN " + cudnn->version() + " where it serves (" +
-      (options.attention == AttentionKernels::CudnnAtomic ? "backward summing dq with atomics"
-                                                          : "deterministic backward") +
+      (cudnn->deterministic() ? "deterministic backward" : "backward summing dq with atomics") +
       "), mt's own kernels elsewhere";
   if (cudnn->served() > 0)
     line += "; " + std::to_string(cudnn->served()) + " calls on cuDNN, workspace up to " +
@@ -247,7 +246,7 @@ void Executor::allocateDevice(const Layout &layout) {
 
   blas = std::make_unique<CublasLt>(plan.blas_workspace_bytes());
   if (options.attention != AttentionKernels::Own)
-    cudnn = CudnnAttention::create(&cudnnMissing);
+    cudnn = CudnnAttention::create(options.attention == AttentionKernels::Cudnn, &cudnnMissing);
   deviceMemory.blasWorkspace = plan.blas_workspace_bytes();
   scratch = std::make_unique<Scratch>(plan.scratch_bytes());
   deviceMemory.scratch = plan.scratch_bytes();
@@ -589,9 +588,9 @@ void Executor::runCommand(const plan::Command &command, const std::vector<Device
   for (int id : command.operands())
     operands.push_back(values[id]);
   scratch->reset();
+  KernelArgs args(command, std::move(operands), results, stream, *blas, cudnn.get(), *scratch);
   if (!options.profileKernels) {
-    runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, cudnn.get(),
-                               options.attention != AttentionKernels::CudnnAtomic, *scratch));
+    runDeviceKernel(args);
     return;
   }
   size_t k = clock.kernelsRun++;
@@ -602,8 +601,7 @@ void Executor::runCommand(const plan::Command &command, const std::vector<Device
   }
   clock.kernels[k] = &command;
   MT_CUDA_CHECK(cudaEventRecord(clock.kernelStarts[k], stream));
-  runDeviceKernel(KernelArgs(command, std::move(operands), results, stream, *blas, cudnn.get(),
-                             options.attention != AttentionKernels::CudnnAtomic, *scratch));
+  runDeviceKernel(args);
   MT_CUDA_CHECK(cudaEventRecord(clock.kernelEnds[k], stream));
 }
 

@@ -11,9 +11,9 @@ namespace mt::cuda {
 
 KernelArgs::KernelArgs(const plan::Command &command, std::vector<DeviceTensor> operands,
                        std::vector<DeviceTensor> results, cudaStream_t stream, CublasLt &blas,
-                       CudnnAttention *cudnn, bool deterministic, Scratch &scratch)
-    : stream(stream), blas(blas), cudnn(cudnn), deterministic(deterministic), command(command),
-      operands(std::move(operands)), results(std::move(results)), scratchMemory(scratch) {}
+                       CudnnAttention *cudnn, Scratch &scratch)
+    : stream(stream), blas(blas), cudnn(cudnn), command(command), operands(std::move(operands)),
+      results(std::move(results)), scratchMemory(scratch) {}
 
 namespace {
 

@@ -33,7 +33,7 @@ class KernelArgs {
 public:
   KernelArgs(const plan::Command &command, std::vector<DeviceTensor> operands,
              std::vector<DeviceTensor> results, cudaStream_t stream, CublasLt &blas,
-             CudnnAttention *cudnn, bool deterministic, Scratch &scratch);
+             CudnnAttention *cudnn, Scratch &scratch);
 
   const std::string &op() const;
   [[noreturn]] void fail(const std::string &message) const;
@@ -75,10 +75,8 @@ public:
 
   cudaStream_t stream;
   CublasLt &blas;
-  /// Fused attention through cuDNN, or null (mt's own kernels); `deterministic`: its
-  /// backward must give the same bits every run.
+  /// Fused attention through cuDNN, or null (mt's own kernels).
   CudnnAttention *cudnn;
-  bool deterministic;
 
 private:
   const plan::Command &command;

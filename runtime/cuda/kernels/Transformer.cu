@@ -10,6 +10,7 @@
 #include <math_constants.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -540,22 +541,21 @@ float *lseOf(const KernelArgs &args, const DeviceTensor &lse, const AttentionDim
 
 /// cuDNN's shape of the call when cuDNN is on and its graphs say what the call does:
 /// operands [0, operands) and results [0, results) bf16 and 16-byte aligned, no padding span,
-/// window or cap. Else null: mt's own kernels run it.
-const CudnnAttentionShape *cudnnShape(const KernelArgs &args, const AttentionDims &a,
-                                      size_t operands, size_t results, CudnnAttentionShape &shape) {
+/// window or cap. Else none: mt's own kernels run it.
+std::optional<CudnnAttentionShape> cudnnShape(const KernelArgs &args, const AttentionDims &a,
+                                              size_t operands, size_t results) {
   if (!args.cudnn || a.keySpan || a.window > 0 || a.softcap > 0.0f)
-    return nullptr;
+    return std::nullopt;
   auto fits = [](const DeviceTensor &t) {
     return t.storage == Storage::BF16 && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
   };
   for (size_t i = 0; i < operands; ++i)
     if (!fits(args.in(i)))
-      return nullptr;
+      return std::nullopt;
   for (size_t r = 0; r < results; ++r)
     if (!fits(args.out(r)))
-      return nullptr;
-  shape = {a, a.scale, a.causal};
-  return &shape;
+      return std::nullopt;
+  return CudnnAttentionShape{a, a.scale, a.causal};
 }
 
 WorkspaceSource workspaceOf(const KernelArgs &args) {
@@ -574,8 +574,7 @@ void attention(const KernelArgs &args) {
   int64_t blocks = a.batch * a.queryHeads * ((a.queries + kWarps - 1) / kWarps);
   if (blocks == 0)
     return;
-  CudnnAttentionShape shape;
-  if (const CudnnAttentionShape *s = cudnnShape(args, a, 3, 1, shape);
+  if (auto s = cudnnShape(args, a, 3, 1);
       s && args.cudnn->forward(*s, {q.data, k.data, v.data, out.data, lse}, args.stream,
                                workspaceOf(args)))
     return;
@@ -609,12 +608,11 @@ void attentionGrad(const KernelArgs &args) {
   Ref dq = args.realResult(0).ref(), dk = args.realResult(1).ref(),
       dv = args.realResult(2).ref();
   int64_t rows = a.batch * a.queryHeads * a.queries;
-  CudnnAttentionShape shape;
-  if (const CudnnAttentionShape *s = cudnnShape(args, a, 5, 3, shape);
+  if (auto s = cudnnShape(args, a, 5, 3);
       s && rows > 0 && a.keys > 0 &&
       args.cudnn->backward(
           *s, {q.data, k.data, v.data, args.in(4).data, g.data, lse, dq.data, dk.data, dv.data},
-          args.deterministic, args.stream, workspaceOf(args)))
+          args.stream, workspaceOf(args)))
     return;
   float *delta = nullptr;
   if (rows > 0) {
