@@ -675,13 +675,14 @@ LogicalResult NodeImporter::attention() {
   Value q = operand(0), k = operand(1), v = operand(2);
   double scale = attrFloat("scale", 1.0 / std::sqrt(static_cast<double>(shape(0)[3])));
   FailureOr<Shape> out = attentionShape(shape(0), shape(1), shape(2), causal,
-                                        [&] { return error(); });
+                                        /*sequenceMajor=*/false, [&] { return error(); });
   if (failed(out))
     return failure();
   return produce(0, b.create<AttentionOp>(loc, tensorType(*out, q), Type(), q, k, v, Value(),
                                           b.getF64FloatAttr(scale),
                                           causal ? b.getUnitAttr() : UnitAttr(), IntegerAttr(),
-                                          softcap > 0.0 ? b.getF64FloatAttr(softcap) : FloatAttr())
+                                          softcap > 0.0 ? b.getF64FloatAttr(softcap) : FloatAttr(),
+                                          UnitAttr())
                         .getResult());
 }
 

@@ -92,21 +92,21 @@ def MT_AttentionGradOp : MT_GradOp<"attention_grad"> {
     ```mlir
     %dq, %dk, %dv = mt.attention_grad %q, %k, %v, %g output %o lse %lse scale = 0.35355339059327373 causal : (...) -> (...)
     ```
-    With `key_span`, `window` and `softcap`, as for mt.attention: the padding keys get
-    zero gradients; the capped logits' slope is 1 - (s / c)^2.
+    With `key_span`, `window`, `softcap` and `sequence_major`, as for mt.attention: the
+    padding keys get zero gradients; the capped logits' slope is 1 - (s / c)^2.
   }];
   let arguments = (ins MT_FloatTensor:$query, MT_FloatTensor:$key, MT_FloatTensor:$value,
                        MT_FloatTensor:$grad, MT_FloatTensor:$output, MT_FloatTensor:$lse,
                        Optional<MT_IndexTensor>:$key_span,
                        F64Attr:$scale, UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap, UnitAttr:$sequence_major);
   let results = (outs MT_FloatTensor:$query_grad, MT_FloatTensor:$key_grad,
                       MT_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $grad `output` $output `lse` $lse
     (`key_span` $key_span^)? `scale` `=` $scale
-    (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)? attr-dict
-    `:` functional-type(operands, results)
+    (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)?
+    (`sequence_major` $sequence_major^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

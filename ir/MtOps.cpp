@@ -281,9 +281,11 @@ static LogicalResult verifyWindowAndCap(Operation *op, bool causal, IntegerAttr 
 
 /// An attention's log-sum-exp, where given: one per query row, of the query's element type.
 static LogicalResult verifyLse(Operation *op, Value lse, Value query, Value key, Value value,
-                               bool causal) {
+                               bool causal, bool sequenceMajor) {
   shapes::AttentionExtents e{};
-  if (!lse || !shapes::attention(shapeOf(query), shapeOf(key), shapeOf(value), causal, e).empty())
+  if (!lse ||
+      !shapes::attention(shapeOf(query), shapeOf(key), shapeOf(value), causal, sequenceMajor, e)
+           .empty())
     return success(); // the operands' own check reports them
   if (std::string error = shapes::attentionLse(shapeOf(lse), e); !error.empty())
     return op->emitOpError(error);
@@ -299,11 +301,12 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (failed(verifyKeySpan(*this, getKeySpan(), getQuery())) ||
       failed(verifyWindowAndCap(*this, getCausal(), getWindowAttr(), getSoftcapAttr())) ||
-      failed(verifyLse(*this, getLse(), getQuery(), getKey(), getValue(), getCausal())))
+      failed(verifyLse(*this, getLse(), getQuery(), getKey(), getValue(), getCausal(),
+                       getSequenceMajor())))
     return failure();
-  return verifyResultShape(*this, attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
-                                                 shapeOf(getValue()), getCausal(),
-                                                 [&] { return emitOpError(); }));
+  return verifyResultShape(
+      *this, attentionShape(shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
+                            getCausal(), getSequenceMajor(), [&] { return emitOpError(); }));
 }
 
 LogicalResult KeySpanOp::verify() {
@@ -496,9 +499,9 @@ LogicalResult RopeGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  FailureOr<Shape> out = attentionShape(shapeOf(getQuery()), shapeOf(getKey()),
-                                        shapeOf(getValue()), getCausal(),
-                                        [&] { return emitOpError(); });
+  FailureOr<Shape> out =
+      attentionShape(shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()), getCausal(),
+                     getSequenceMajor(), [&] { return emitOpError(); });
   if (failed(out) || failed(verifyKeySpan(*this, getKeySpan(), getQuery())) ||
       failed(verifyWindowAndCap(*this, getCausal(), getWindowAttr(), getSoftcapAttr())))
     return failure();
@@ -508,7 +511,8 @@ LogicalResult AttentionGradOp::verify() {
   if (getOutput().getType() != getGrad().getType())
     return emitOpError("output ") << getOutput().getType() << " should have the grad's type "
                                   << getGrad().getType();
-  if (failed(verifyLse(*this, getLse(), getQuery(), getKey(), getValue(), getCausal())) ||
+  if (failed(verifyLse(*this, getLse(), getQuery(), getKey(), getValue(), getCausal(),
+                       getSequenceMajor())) ||
       failed(verifySameTypes(*this, getQueryGrad(), getQuery(), "query_grad")) ||
       failed(verifySameTypes(*this, getKeyGrad(), getKey(), "key_grad")))
     return failure();

@@ -391,9 +391,13 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
     Mistral's and the Gemma 2/3 local layers' masks do. `softcap` c caps the logits before
     the mask, s -> c * tanh(s / c) (Gemma 2).
 
-    With a second result `lse` [B, Hq, T] (the query's element type, kept in fp32 on the
-    device), each query row's log-sum-exp of its visible logits (0 for a row that sees no
-    key): what mt.attention_grad reads instead of recomputing it. Autodiff asks for it.
+    `sequence_major`: query, key, value and the result are [B, T, H, D] instead, the layout
+    the projections write their rows in, so no transpose copies a layer's heads into place
+    (passes/FoldAttentionLayout).
+
+    With a second result `lse` [B, Hq, T] (in either layout; the query's element type, kept in
+    fp32 on the device), each query row's log-sum-exp of its visible logits (0 for a row that
+    sees no key): what mt.attention_grad reads instead of recomputing it. Autodiff asks for it.
 
     ```mlir
     %0 = mt.attention %q, %k, %v scale = 0.35355339059327373 causal : (tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
@@ -405,12 +409,12 @@ def MT_AttentionOp : MT_Op<"attention", [Pure]> {
   let arguments = (ins MT_FloatTensor:$query, MT_FloatTensor:$key, MT_FloatTensor:$value,
                        Optional<MT_IndexTensor>:$key_span, F64Attr:$scale,
                        UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap, UnitAttr:$sequence_major);
   let results = (outs MT_FloatTensor:$result, Optional<MT_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`key_span` $key_span^)? `scale` `=` $scale
-    (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)? attr-dict
-    `:` functional-type(operands, results)
+    (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)?
+    (`sequence_major` $sequence_major^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -84,11 +84,11 @@ FailureOr<Shape> gatherShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64
 }
 
 FailureOr<Shape> attentionShape(llvm::ArrayRef<int64_t> query, llvm::ArrayRef<int64_t> key,
-                                llvm::ArrayRef<int64_t> value, bool causal,
+                                llvm::ArrayRef<int64_t> value, bool causal, bool sequenceMajor,
                                 EmitError emitError) {
   shapes::AttentionExtents e{};
-  std::string error = shapes::attention(query, key, value, causal, e);
-  return reported(error, {e.batch, e.queryHeads, e.queries, e.valueDepth}, emitError);
+  std::string error = shapes::attention(query, key, value, causal, sequenceMajor, e);
+  return reported(error, error.empty() ? e.resultShape() : shapes::Dims{}, emitError);
 }
 
 } // namespace mt

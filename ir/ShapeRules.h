@@ -44,10 +44,11 @@ mlir::FailureOr<Shape> concatShape(llvm::ArrayRef<Shape> inputs, int64_t axis,
                                    EmitError emitError);
 mlir::FailureOr<Shape> gatherShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> indices,
                                    int64_t axis, EmitError emitError);
-/// query [B, Hq, T, D], key [B, Hkv, S, D], value [B, Hkv, S, Dv] -> [B, Hq, T, Dv].
+/// query [B, Hq, T, D], key [B, Hkv, S, D], value [B, Hkv, S, Dv] -> [B, Hq, T, Dv]; with
+/// `sequenceMajor` each [B, T, H, D] instead.
 mlir::FailureOr<Shape> attentionShape(llvm::ArrayRef<int64_t> query, llvm::ArrayRef<int64_t> key,
                                       llvm::ArrayRef<int64_t> value, bool causal,
-                                      EmitError emitError);
+                                      bool sequenceMajor, EmitError emitError);
 /// True when `input` broadcasts to `target` without changing `target`.
 bool broadcastsTo(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> target);
 

@@ -145,11 +145,14 @@ private:
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(attention);
     auto query = llvm::cast<RankedTensorType>(attention.getQuery().getType());
-    auto lse = RankedTensorType::get(query.getShape().drop_back(), query.getElementType());
+    llvm::ArrayRef<int64_t> q = query.getShape(); // [B, H, T, D], or [B, T, H, D]
+    Shape rows = attention.getSequenceMajor() ? Shape{q[0], q[2], q[1]} : Shape(q.drop_back());
+    auto lse = RankedTensorType::get(rows, query.getElementType());
     auto both = b.create<AttentionOp>(
         attention.getLoc(), attention.getResult().getType(), lse, attention.getQuery(),
         attention.getKey(), attention.getValue(), attention.getKeySpan(), attention.getScaleAttr(),
-        attention.getCausalAttr(), attention.getWindowAttr(), attention.getSoftcapAttr());
+        attention.getCausalAttr(), attention.getWindowAttr(), attention.getSoftcapAttr(),
+        attention.getSequenceMajorAttr());
     both->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
     attention.getResult().replaceAllUsesWith(both.getResult());
     return both;
@@ -434,14 +437,16 @@ LogicalResult Differentiator::differentiate(Operation *op) {
         auto grad = b.create<AttentionGradOp>(
             loc, a.getQuery().getType(), a.getKey().getType(), a.getValue().getType(), a.getQuery(),
             a.getKey(), a.getValue(), g, forward.getResult(), forward.getLse(), a.getKeySpan(),
-            a.getScaleAttr(), a.getCausalAttr(), a.getWindowAttr(), a.getSoftcapAttr());
-        if (forward != a) {
+            a.getScaleAttr(), a.getCausalAttr(), a.getWindowAttr(), a.getSoftcapAttr(),
+            a.getSequenceMajorAttr());
+        Value query = a.getQuery(), key = a.getKey(), value = a.getValue();
+        if (forward != a) { // the op is gone: its operands were read before
           gradients.erase(a.getResult());
           a.erase();
         }
-        accumulate(a.getQuery(), grad.getQueryGrad());
-        accumulate(a.getKey(), grad.getKeyGrad());
-        accumulate(a.getValue(), grad.getValueGrad());
+        accumulate(query, grad.getQueryGrad());
+        accumulate(key, grad.getKeyGrad());
+        accumulate(value, grad.getValueGrad());
         return success();
       })
       .Case<LinearCrossEntropyOp>([&](LinearCrossEntropyOp c) {

@@ -106,6 +106,20 @@ def RaiseAttentionPass : Pass<"mt-raise-attention", "mlir::ModuleOp"> {
   let dependentDialects = ["mt::MTDialect"];
 }
 
+def FoldAttentionLayoutPass : Pass<"mt-fold-attention-layout", "mlir::ModuleOp"> {
+  let summary = "attention in the projections' layout: no transposes into heads and back";
+  let description = [{
+    Before: mt.attention over operands that are `transpose [0, 2, 1, 3]` of [B, T, H, D] rows
+    (directly, or through an mt.rope only attention reads), its result transposed back. After:
+    the same attention `sequence_major` over the rows, its result the rows' layout; a rope on
+    the way runs on the rows against its cos/sin tables with the same axes swapped (a view,
+    the tables being broadcast over heads). Each transpose is a copy of a layer's activations
+    on the device and again in the backward, so an attention folds only where more of them go
+    than come (an operand not from a transpose gets one).
+  }];
+  let dependentDialects = ["mt::MTDialect"];
+}
+
 def SegmentLayersPass : Pass<"mt-segment-layers", "mlir::ModuleOp"> {
   let summary = "Cuts the forward at the residual stream into layers that share templates";
   let description = [{

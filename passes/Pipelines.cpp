@@ -32,6 +32,8 @@ void buildRaisePassPipeline(OpPassManager &pm) {
   // grouped-query heads to whatever produced them, by then an mt.rope.
   pm.addPass(createRaiseRopePass());
   pm.addPass(createRaiseAttentionPass());
+  // Attention raised, the transposes into its heads and back fold into its layout.
+  pm.addPass(createFoldAttentionLayoutPass());
   // Constants and views that only the raised chains used are now dead or duplicated.
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());

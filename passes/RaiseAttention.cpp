@@ -397,9 +397,9 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
     scale *= queryScale * keyScale;
     Heads repeatedValue = Heads::of(output.getRhs());
     auto formsAttention = [&](const Heads &key, const Heads &value) {
-      FailureOr<Shape> shape =
-          attentionShape(llvm::cast<RankedTensorType>(query.getType()).getShape(), key.shape,
-                         value.shape, causal, [] { return InFlightDiagnostic(); });
+      FailureOr<Shape> shape = attentionShape(
+          llvm::cast<RankedTensorType>(query.getType()).getShape(), key.shape, value.shape, causal,
+          /*sequenceMajor=*/false, [] { return InFlightDiagnostic(); });
       return succeeded(shape) && llvm::ArrayRef<int64_t>(*shape) == output.getType().getShape();
     };
     Heads key = unrepeatedHeads(*repeatedKey), value = unrepeatedHeads(repeatedValue);
@@ -417,7 +417,7 @@ struct SoftmaxAttention : OpRewritePattern<MatmulOp> {
         value.build(rewriter, loc), keySpan, rewriter.getF64FloatAttr(scale),
         causal ? rewriter.getUnitAttr() : UnitAttr(),
         mask.window ? rewriter.getI64IntegerAttr(mask.window) : IntegerAttr(),
-        softcap ? rewriter.getF64FloatAttr(*softcap) : FloatAttr());
+        softcap ? rewriter.getF64FloatAttr(*softcap) : FloatAttr(), UnitAttr());
     return success();
   }
 };
@@ -428,6 +428,8 @@ struct UnrepeatedAttentionHeads : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AttentionOp attention, PatternRewriter &rewriter) const override {
+    if (attention.getSequenceMajor()) // heads at axis 2: not the repeats this reads
+      return rewriter.notifyMatchFailure(attention, "sequence-major");
     Heads key = unrepeatedHeads(Heads::of(attention.getKey()));
     Heads value = unrepeatedHeads(Heads::of(attention.getValue()));
     if (key.source == attention.getKey() || value.source == attention.getValue() ||

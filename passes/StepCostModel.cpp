@@ -29,10 +29,10 @@ int64_t elementsOf(Type type) {
   return numElements(llvm::cast<RankedTensorType>(type).getShape());
 }
 
-/// The keys each query of an attention over `key` [B, H, S, D] is counted against: all S, or
-/// under a sliding window at most its width.
-double keysSeen(Value key, std::optional<uint64_t> window) {
-  int64_t keys = llvm::cast<RankedTensorType>(key.getType()).getShape()[2];
+/// The keys each query of an attention over `key` ([B, H, S, D], or [B, S, H, D] when
+/// `sequenceMajor`) is counted against: all S, or under a sliding window at most its width.
+double keysSeen(Value key, std::optional<uint64_t> window, bool sequenceMajor) {
+  int64_t keys = llvm::cast<RankedTensorType>(key.getType()).getShape()[sequenceMajor ? 1 : 2];
   return static_cast<double>(window ? std::min<int64_t>(keys, static_cast<int64_t>(*window))
                                     : keys);
 }
@@ -54,15 +54,18 @@ double tensorCoreFlops(Operation *op) {
   if (auto grad = llvm::dyn_cast<LinearCrossEntropyGradOp>(op))
     return 6.0 * elementsOf(grad.getInput().getType()) * elementsOf(grad.getWeight().getType()) /
            shapeOf(grad.getInput()).back();
-  auto attentionWork = [&](Value query, Value key, std::optional<uint64_t> window) {
-    llvm::ArrayRef<int64_t> q = shapeOf(query);
-    return static_cast<double>(q[0]) * q[1] * q[2] * keysSeen(key, window) * q[3];
+  auto attentionWork = [&](Value query, Value key, std::optional<uint64_t> window,
+                           bool sequenceMajor) {
+    llvm::ArrayRef<int64_t> q = shapeOf(query); // every query row, in either layout
+    return static_cast<double>(q[0]) * q[1] * q[2] * keysSeen(key, window, sequenceMajor) * q[3];
   };
   // Forward: q k^T and p v. Backward: the recomputed q k^T, then dv, dp, dq and dk.
   if (auto attention = llvm::dyn_cast<AttentionOp>(op))
-    return 4 * attentionWork(attention.getQuery(), attention.getKey(), attention.getWindow());
+    return 4 * attentionWork(attention.getQuery(), attention.getKey(), attention.getWindow(),
+                             attention.getSequenceMajor());
   if (auto grad = llvm::dyn_cast<AttentionGradOp>(op))
-    return 10 * attentionWork(grad.getQuery(), grad.getKey(), grad.getWindow());
+    return 10 *
+           attentionWork(grad.getQuery(), grad.getKey(), grad.getWindow(), grad.getSequenceMajor());
   return 0;
 }
 
@@ -212,8 +215,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       matmulParams += calls * elementsOf(loss.getWeight().getType());
     if (auto attention = llvm::dyn_cast<AttentionOp>(op)) {
       llvm::ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
-      attentionTerm += calls * 12.0 * q[1] * q[3] *
-                       keysSeen(attention.getKey(), attention.getWindow()) * q[0] * q[2];
+      attentionTerm +=
+          calls * 12.0 * q[1] * q[3] *
+          keysSeen(attention.getKey(), attention.getWindow(), attention.getSequenceMajor()) * q[0] *
+          q[2];
     }
   };
   for (Operation &op : step.getBody().front().without_terminator()) {

@@ -89,10 +89,12 @@ using shapes::indexedLayout;
 
 using AttentionExtents = shapes::AttentionExtents;
 
-/// The extents of attention over query, key and value (see shapes::attention).
+/// The extents of attention over query, key and value in their layout (see
+/// shapes::attention).
 inline std::string attentionExtents(const std::vector<int64_t> &q, const std::vector<int64_t> &k,
-                                    const std::vector<int64_t> &v, AttentionExtents &a) {
-  return shapes::attention(q, k, v, /*causal=*/false, a);
+                                    const std::vector<int64_t> &v, bool sequenceMajor,
+                                    AttentionExtents &a) {
+  return shapes::attention(q, k, v, /*causal=*/false, sequenceMajor, a);
 }
 
 /// The first position of a mask row of `length` entries (`token(i)` true where entry i is a

@@ -73,7 +73,7 @@ part cudnn-attention bash -c "$run $plans/gradients/attention-tiles.mtp --attent
   --check-against-host \
   --init random --seed 1 --data $plans/gradients/ids.tokens --check-tolerance 6e-2 \
   | tee /dev/stderr | grep -q 'calls on cuDNN'"
-for name in attention-tiles attention-rope; do
+for name in attention-tiles attention-rope attention-rows; do
   for kernels in cudnn cudnn-atomic; do
     part "kernels-$kernels-$name" $run $plans/gradients/$name.mtp --attention=$kernels \
       --check-against-host --init random --seed 1 --data $plans/gradients/ids.tokens \
@@ -356,11 +356,10 @@ for tool in memcheck racecheck synccheck; do
     $run $plans/llama-k2-m2.mtp --data $plans/llama-m2.tokens --steps 2 --backend=cuda
 done
 
-# The tensor-core attention kernels (bf16, depths 64 and 128), without and with key lengths
-# and with a sliding window and soft cap,
-# under memcheck and racecheck.
+# The tensor-core attention kernels (bf16, depths 64 and 128), without and with key lengths,
+# with a sliding window and soft cap, and sequence-major, under memcheck and racecheck.
 for tool in memcheck racecheck; do
-  for graph in attention-tiles attention-padding attention-window; do
+  for graph in attention-tiles attention-padding attention-window attention-rows; do
     part "sanitizer-flash-$tool-$graph" "${sanitizer:-compute-sanitizer}" --tool $tool \
       --error-exitcode 1 $run $plans/gradients/$graph.mtp --check-against-host --init random \
       --seed 1 --check-tolerance 6e-2

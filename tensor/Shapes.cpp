@@ -220,19 +220,27 @@ std::string indexedLayout(DimsRef full, DimsRef indices, DimsRef gathered, int64
   return "";
 }
 
-std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal,
+std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal, bool sequenceMajor,
                       AttentionExtents &extents) {
+  const char *layout =
+      sequenceMajor ? "[batch, sequence, heads, head size]" : "[batch, heads, sequence, head size]";
   if (query.size() != 4 || key.size() != 4 || value.size() != 4)
-    return "attention operands must be [batch, heads, sequence, head size], got " + format(query) +
-           ", " + format(key) + ", " + format(value);
-  if (key[0] != query[0] || value[0] != query[0] || key[1] != value[1] || key[2] != value[2] ||
-      key[3] != query[3] || key[1] == 0 || query[1] % key[1] != 0)
+    return std::string("attention operands must be ") + layout + ", got " + format(query) + ", " +
+           format(key) + ", " + format(value);
+  // Heads and sequence at axes 1 and 2, whichever the layout.
+  auto headMajor = [&](DimsRef d) {
+    return sequenceMajor ? std::array<int64_t, 4>{d[0], d[2], d[1], d[3]}
+                         : std::array<int64_t, 4>{d[0], d[1], d[2], d[3]};
+  };
+  std::array<int64_t, 4> q = headMajor(query), k = headMajor(key), v = headMajor(value);
+  if (k[0] != q[0] || v[0] != q[0] || k[1] != v[1] || k[2] != v[2] || k[3] != q[3] || k[1] == 0 ||
+      q[1] % k[1] != 0)
     return "attention query " + format(query) + ", key " + format(key) + " and value " +
-           format(value) + " disagree (key/value heads must divide query heads)";
-  if (causal && query[2] != key[2])
-    return "causal attention needs as many queries as keys, got " + std::to_string(query[2]) +
-           " and " + std::to_string(key[2]);
-  extents = {query[0], query[1], key[1], query[2], key[2], query[3], value[3]};
+           format(value) + " disagree (key/value heads must divide query heads), read as " + layout;
+  if (causal && q[2] != k[2])
+    return "causal attention needs as many queries as keys, got " + std::to_string(q[2]) + " and " +
+           std::to_string(k[2]);
+  extents = {q[0], q[1], k[1], q[2], k[2], q[3], v[3], sequenceMajor};
   return "";
 }
 

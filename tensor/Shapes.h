@@ -107,17 +107,51 @@ void walk(DimsRef shape, const std::array<Dims, N> &strides, F &&body) {
   }
 }
 
+// The attention kernels on the device address rows through AttentionExtents too.
+#ifdef __CUDACC__
+#define MT_HOST_DEVICE __host__ __device__
+#else
+#define MT_HOST_DEVICE
+#endif
+
 /// The extents of attention over query [B, Hq, Tq, D], key [B, Hkv, Tk, D] and value
 /// [B, Hkv, Tk, Dv], with grouped-query heads (Hkv divides Hq); its result is
-/// [B, Hq, Tq, Dv]. Causal attention needs Tq = Tk.
+/// [B, Hq, Tq, Dv]. Causal attention needs Tq = Tk. Sequence-major attention takes and gives
+/// [B, T, H, D] instead: the rows of the projections that feed it, without transposes.
 struct AttentionExtents {
   int64_t batch, queryHeads, kvHeads, queries, keys, depth, valueDepth;
+  bool sequenceMajor;
+
+  /// Where row `t` of query head `head` (over batch and heads) begins, rows of `width`
+  /// elements; the same for key/value head `head`; the elements from one row to the next.
+  MT_HOST_DEVICE int64_t queryRow(int64_t head, int64_t t, int64_t width) const {
+    return rowOffset(head, t, queryHeads, queries, width);
+  }
+  MT_HOST_DEVICE int64_t keyRow(int64_t head, int64_t t, int64_t width) const {
+    return rowOffset(head, t, kvHeads, keys, width);
+  }
+  MT_HOST_DEVICE int64_t queryStride(int64_t width) const {
+    return sequenceMajor ? queryHeads * width : width;
+  }
+  MT_HOST_DEVICE int64_t keyStride(int64_t width) const {
+    return sequenceMajor ? kvHeads * width : width;
+  }
+  MT_HOST_DEVICE int64_t rowOffset(int64_t head, int64_t t, int64_t heads, int64_t length,
+                                   int64_t width) const {
+    int64_t b = head / heads, h = head % heads;
+    return sequenceMajor ? ((b * length + t) * heads + h) * width : (head * length + t) * width;
+  }
+  /// Attention's result shape, in its layout.
+  std::vector<int64_t> resultShape() const {
+    return sequenceMajor ? std::vector<int64_t>{batch, queries, queryHeads, valueDepth}
+                         : std::vector<int64_t>{batch, queryHeads, queries, valueDepth};
+  }
 };
-std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal,
+std::string attention(DimsRef query, DimsRef key, DimsRef value, bool causal, bool sequenceMajor,
                       AttentionExtents &extents);
 /// Attention's key span: a [first, end) pair per sequence of a batch of `batch`.
 std::string keySpan(DimsRef span, int64_t batch);
-/// Attention's log-sum-exp: one per query row, [B, Hq, Tq].
+/// Attention's log-sum-exp: one per query row, [B, Hq, Tq] in either layout.
 std::string attentionLse(DimsRef lse, const AttentionExtents &extents);
 
 } // namespace mt::shapes

@@ -36,6 +36,12 @@ enum Uid : int64_t {
 
 Dims contiguous(const Dims &d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1}; }
 
+/// The strides of an operand or result [b, h, s, d] in memory: as its dims, or
+/// [b, s, h, d] when the call is sequence-major.
+Dims laidOut(const Dims &d, bool sequenceMajor) {
+  return sequenceMajor ? Dims{d[1] * d[2] * d[3], d[3], d[1] * d[3], 1} : contiguous(d);
+}
+
 /// The view of a [b, h, s, d] tensor as [b, h, d, s] (the same memory).
 Dims swapLast(Dims d) {
   std::swap(d[2], d[3]);
@@ -251,15 +257,17 @@ private:
 };
 
 /// The dims of a call's tensors, each [b, h, s, d]: q, k, v, the output, the scores and the
-/// per-row statistics.
+/// per-row statistics; the strides of the first four (and their gradients) in memory.
 struct AttentionTensors {
   Dims q, k, v, out, scores, rows;
+  Dims qStrides, kStrides, vStrides, outStrides;
   explicit AttentionTensors(const shapes::AttentionExtents &e)
       : q{e.batch, e.queryHeads, e.queries, e.depth}, k{e.batch, e.kvHeads, e.keys, e.depth},
         v{e.batch, e.kvHeads, e.keys, e.valueDepth}, out{e.batch, e.queryHeads, e.queries,
                                                          e.valueDepth},
-        scores{e.batch, e.queryHeads, e.queries, e.keys}, rows{e.batch, e.queryHeads, e.queries,
-                                                               1} {}
+        scores{e.batch, e.queryHeads, e.queries, e.keys}, rows{e.batch, e.queryHeads, e.queries, 1},
+        qStrides(laidOut(q, e.sequenceMajor)), kStrides(laidOut(k, e.sequenceMajor)),
+        vStrides(laidOut(v, e.sequenceMajor)), outStrides(laidOut(out, e.sequenceMajor)) {}
 };
 
 /// The forward (2.2 of cuDNN's composite SDPA): scores, the causal mask, the softmax with
@@ -267,11 +275,11 @@ struct AttentionTensors {
 void writeForward(GraphWriter &w, const CudnnAttentionShape &s) {
   const shapes::AttentionExtents &e = s.extents;
   AttentionTensors d(e);
-  const CudnnDescriptor &q = w.tensor(kQ, d.q, contiguous(d.q), CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &q = w.tensor(kQ, d.q, d.qStrides, CUDNN_DATA_BFLOAT16);
   const CudnnDescriptor &kT =
-      w.tensor(kK, swapLast(d.k), swapLast(contiguous(d.k)), CUDNN_DATA_BFLOAT16);
-  const CudnnDescriptor &v = w.tensor(kV, d.v, contiguous(d.v), CUDNN_DATA_BFLOAT16);
-  const CudnnDescriptor &out = w.tensor(kOut, d.out, contiguous(d.out), CUDNN_DATA_BFLOAT16);
+      w.tensor(kK, swapLast(d.k), swapLast(d.kStrides), CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &v = w.tensor(kV, d.v, d.vStrides, CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &out = w.tensor(kOut, d.out, d.outStrides, CUDNN_DATA_BFLOAT16);
   const CudnnDescriptor &stats = w.tensor(kStats, d.rows, contiguous(d.rows), CUDNN_DATA_FLOAT);
   const CudnnDescriptor &scale = w.scalar(kScale, s.scale);
 
@@ -303,17 +311,17 @@ void writeBackward(GraphWriter &w, const CudnnAttentionShape &s, bool determinis
   AttentionTensors d(e);
   Dims scoreTDims{e.batch, e.queryHeads, e.keys, e.queries};
   Dims scoreTStrides = swapLast(contiguous(d.scores));
-  const CudnnDescriptor &q = w.tensor(kQ, d.q, contiguous(d.q), CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &q = w.tensor(kQ, d.q, d.qStrides, CUDNN_DATA_BFLOAT16);
   const CudnnDescriptor &kT =
-      w.tensor(kK, swapLast(d.k), swapLast(contiguous(d.k)), CUDNN_DATA_BFLOAT16);
+      w.tensor(kK, swapLast(d.k), swapLast(d.kStrides), CUDNN_DATA_BFLOAT16);
   const CudnnDescriptor &vT =
-      w.tensor(kV, swapLast(d.v), swapLast(contiguous(d.v)), CUDNN_DATA_BFLOAT16);
-  const CudnnDescriptor &out = w.tensor(kOut, d.out, contiguous(d.out), CUDNN_DATA_BFLOAT16);
-  const CudnnDescriptor &grad = w.tensor(kGrad, d.out, contiguous(d.out), CUDNN_DATA_BFLOAT16);
+      w.tensor(kV, swapLast(d.v), swapLast(d.vStrides), CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &out = w.tensor(kOut, d.out, d.outStrides, CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &grad = w.tensor(kGrad, d.out, d.outStrides, CUDNN_DATA_BFLOAT16);
   const CudnnDescriptor &stats = w.tensor(kStats, d.rows, contiguous(d.rows), CUDNN_DATA_FLOAT);
-  const CudnnDescriptor &dq = w.tensor(kDq, d.q, contiguous(d.q), CUDNN_DATA_BFLOAT16);
-  const CudnnDescriptor &dk = w.tensor(kDk, d.k, contiguous(d.k), CUDNN_DATA_BFLOAT16);
-  const CudnnDescriptor &dv = w.tensor(kDv, d.v, contiguous(d.v), CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &dq = w.tensor(kDq, d.q, d.qStrides, CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &dk = w.tensor(kDk, d.k, d.kStrides, CUDNN_DATA_BFLOAT16);
+  const CudnnDescriptor &dv = w.tensor(kDv, d.v, d.vStrides, CUDNN_DATA_BFLOAT16);
   const CudnnDescriptor &one = w.scalar(kOne, 1.0f);
   const CudnnDescriptor &scale = w.scalar(kScale, s.scale);
   const CudnnDescriptor &sumGradOut =
@@ -374,7 +382,7 @@ void writeBackward(GraphWriter &w, const CudnnAttentionShape &s, bool determinis
     w.matmul(dS, k, dq);
     return;
   }
-  const CudnnDescriptor &dqSum = w.tensor(kDqSum, d.q, contiguous(d.q), CUDNN_DATA_FLOAT);
+  const CudnnDescriptor &dqSum = w.tensor(kDqSum, d.q, d.qStrides, CUDNN_DATA_FLOAT);
   w.matmul(dS, k, dqSum);
   w.unary(CUDNN_POINTWISE_IDENTITY, dqSum, dq);
 }
@@ -414,8 +422,8 @@ std::string CudnnAttention::version() const {
 const CudnnAttention::Graph *CudnnAttention::graphFor(const CudnnAttentionShape &shape,
                                                       bool backward, bool deterministic) {
   const shapes::AttentionExtents &e = shape.extents;
-  Key key{e.batch,      e.queryHeads, e.kvHeads,    e.queries, e.keys,       e.depth,
-          e.valueDepth, shape.scale,  shape.causal, backward,  deterministic};
+  Key key{e.batch,      e.queryHeads,    e.kvHeads,   e.queries,    e.keys,   e.depth,
+          e.valueDepth, e.sequenceMajor, shape.scale, shape.causal, backward, deterministic};
   auto found = graphs.find(key);
   if (found != graphs.end())
     return found->second.get();
@@ -445,7 +453,8 @@ void CudnnAttention::decline(const CudnnAttentionShape &shape, bool backward,
   const shapes::AttentionExtents &e = shape.extents;
   firstDecline = std::string(backward ? "the backward" : "the forward") + " of q [" +
                  std::to_string(e.batch) + ", " + std::to_string(e.queryHeads) + ", " +
-                 std::to_string(e.queries) + ", " + std::to_string(e.depth) + "]: " + why;
+                 std::to_string(e.queries) + ", " + std::to_string(e.depth) + "]" +
+                 (e.sequenceMajor ? " (sequence-major)" : "") + ": " + why;
   // Once a run: such shapes run on mt's own kernels, correct but slower.
   std::fprintf(stderr, "mt: cuDNN declines %s; mt's own kernels run it\n", firstDecline.c_str());
 }

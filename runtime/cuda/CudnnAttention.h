@@ -18,7 +18,9 @@
 namespace mt::cuda {
 
 /// One call's shape: q [batch, queryHeads, queries, depth], k and v [batch, kvHeads, keys,
-/// depth], all bf16 and contiguous; logits scale * q.k, causal from the first query and key.
+/// depth] (each [batch, sequence, heads, depth] in memory when the extents are
+/// sequence-major), all bf16 and dense; logits scale * q.k, causal from the first query and
+/// key.
 struct CudnnAttentionShape {
   shapes::AttentionExtents extents;
   float scale;
@@ -81,8 +83,8 @@ private:
   const CudnnApi &api;
   cudnnHandle_t handle;
   bool isDeterministic;
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, bool,
-                         bool, bool>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, float,
+                         bool, bool, bool>;
   std::map<Key, std::unique_ptr<Graph>> graphs; // null entries: declined shapes
   int64_t calls = 0, largestWorkspace = 0;
   std::string firstDecline;

@@ -92,8 +92,8 @@ struct AttentionShape : AttentionExtents {
 /// The attention's shape; its key span, if any, is operand `spanOperand`.
 template <typename T> AttentionShape attentionShape(const Args<T> &args, size_t spanOperand) {
   AttentionExtents e{};
-  if (std::string error =
-          attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
+  if (std::string error = attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape,
+                                           args.flag("sequence_major"), e);
       !error.empty())
     args.fail(error);
   AttentionShape a{e,
@@ -112,13 +112,14 @@ template <typename T> AttentionShape attentionShape(const Args<T> &args, size_t 
   return a;
 }
 
-/// `count` rows of `width` elements, transposed into double [width, count].
+/// `count` rows of `width` elements, `stride` apart, transposed into double [width, count].
 template <typename T>
-void transposeToDouble(const T *rows, int64_t count, int64_t width, std::vector<double> &out) {
+void transposeToDouble(const T *rows, int64_t count, int64_t width, int64_t stride,
+                       std::vector<double> &out) {
   out.resize(static_cast<size_t>(count * width));
   for (int64_t j = 0; j < count; ++j)
     for (int64_t c = 0; c < width; ++c)
-      out[c * count + j] = static_cast<double>(rows[j * width + c]);
+      out[c * count + j] = static_cast<double>(rows[j * stride + c]);
 }
 
 /// The keys [from, to) one query row sees.
@@ -153,8 +154,8 @@ template <typename T>
 void attention(const Args<T> &args) {
   args.expectCounts(3, 4, 1, 2);
   AttentionShape a = attentionShape(args, 3);
-  if (args.out(0).shape != Shape{a.batch, a.queryHeads, a.queries, a.valueDepth})
-    args.fail("the result is not [batch, query heads, queries, value depth]");
+  if (args.out(0).shape != a.resultShape())
+    args.fail("the result is not " + shapes::format(a.resultShape()) + " (attention's layout)");
   T *lse = nullptr;
   if (args.results.size() == 2) {
     if (std::string error = shapes::attentionLse(args.out(1).shape, a); !error.empty())
@@ -169,11 +170,12 @@ void attention(const Args<T> &args) {
         acc(static_cast<size_t>(a.valueDepth));
     for (int64_t task = begin; task < end; ++task) {
       int64_t b = task / a.queryHeads, kv = b * a.kvHeads + a.kvHead(task % a.queryHeads);
-      transposeToDouble(k + kv * a.keys * a.depth, a.keys, a.depth, keysT);
-      const T *values = v + kv * a.keys * a.valueDepth;
+      transposeToDouble(k + a.keyRow(kv, 0, a.depth), a.keys, a.depth, a.keyStride(a.depth), keysT);
+      const T *values = v + a.keyRow(kv, 0, a.valueDepth);
+      int64_t valueStride = a.keyStride(a.valueDepth);
       for (int64_t i = 0; i < a.queries; ++i) {
         KeyRange r =
-            logits(a, q + (task * a.queries + i) * a.depth, keysT, b, i, p.data(), slopes.data());
+            logits(a, q + a.queryRow(task, i, a.depth), keysT, b, i, p.data(), slopes.data());
         double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
         for (int64_t j = r.from; j < r.to; ++j)
           max = std::max(max, p[j]);
@@ -182,8 +184,8 @@ void attention(const Args<T> &args) {
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = r.from; j < r.to; ++j)
           for (int64_t c = 0; c < a.valueDepth; ++c)
-            acc[c] += p[j] / sum * static_cast<double>(values[j * a.valueDepth + c]);
-        T *row = out + (task * a.queries + i) * a.valueDepth;
+            acc[c] += p[j] / sum * static_cast<double>(values[j * valueStride + c]);
+        T *row = out + a.queryRow(task, i, a.valueDepth);
         for (int64_t c = 0; c < a.valueDepth; ++c)
           row[c] = static_cast<T>(acc[c]);
         if (lse) // a row that sees no key: 0
@@ -197,8 +199,8 @@ template <typename T>
 void attentionGrad(const Args<T> &args) {
   args.expectCounts(6, 7, 3);
   AttentionShape a = attentionShape(args, 6);
-  if (args.in(3).shape != Shape{a.batch, a.queryHeads, a.queries, a.valueDepth})
-    args.fail("the grad is not [batch, query heads, queries, value depth]");
+  if (args.in(3).shape != a.resultShape())
+    args.fail("the grad is not " + shapes::format(a.resultShape()) + " (attention's layout)");
   if (args.in(4).shape != args.in(3).shape)
     args.fail("the forward's output differs in shape from the grad");
   if (std::string error = shapes::attentionLse(args.in(5).shape, a); !error.empty())
@@ -220,13 +222,15 @@ void attentionGrad(const Args<T> &args) {
         dp(p.size()), acc(static_cast<size_t>(a.depth));
     for (int64_t task = begin; task < end; ++task) {
       int64_t b = task / a.queryHeads, kv = b * a.kvHeads + a.kvHead(task % a.queryHeads);
-      const T *keys = k + kv * keySize;
-      transposeToDouble(keys, a.keys, a.depth, keysT);
-      transposeToDouble(v + kv * valueSize, a.keys, a.valueDepth, valuesT);
+      const T *keys = k + a.keyRow(kv, 0, a.depth);
+      int64_t keyStride = a.keyStride(a.depth);
+      transposeToDouble(keys, a.keys, a.depth, keyStride, keysT);
+      transposeToDouble(v + a.keyRow(kv, 0, a.valueDepth), a.keys, a.valueDepth,
+                        a.keyStride(a.valueDepth), valuesT);
       double *dk = dkHeads.data() + task * keySize, *dv = dvHeads.data() + task * valueSize;
       for (int64_t i = 0; i < a.queries; ++i) {
-        const T *query = q + (task * a.queries + i) * a.depth;
-        const T *grad = g + (task * a.queries + i) * a.valueDepth;
+        const T *query = q + a.queryRow(task, i, a.depth);
+        const T *grad = g + a.queryRow(task, i, a.valueDepth);
         // The forward's log-sum-exp gives the probabilities, its output delta = g . out.
         KeyRange r = logits(a, query, keysT, b, i, p.data(), slopes.data());
         double rowLse = static_cast<double>(lse[task * a.queries + i]);
@@ -240,37 +244,42 @@ void attentionGrad(const Args<T> &args) {
             dp[j] += gc * vc[j];
         }
         double expected = 0.0;
-        const T *outRow = out + (task * a.queries + i) * a.valueDepth;
+        const T *outRow = out + a.queryRow(task, i, a.valueDepth);
         for (int64_t c = 0; c < a.valueDepth; ++c)
           expected += static_cast<double>(grad[c]) * static_cast<double>(outRow[c]);
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = r.from; j < r.to; ++j) {
           double ds = p[j] * (dp[j] - expected) * slopes[j] * a.scale;
           for (int64_t c = 0; c < a.depth; ++c) {
-            acc[c] += ds * static_cast<double>(keys[j * a.depth + c]);
+            acc[c] += ds * static_cast<double>(keys[j * keyStride + c]);
             dk[j * a.depth + c] += ds * static_cast<double>(query[c]);
           }
           for (int64_t c = 0; c < a.valueDepth; ++c)
             dv[j * a.valueDepth + c] += p[j] * static_cast<double>(grad[c]);
         }
-        T *dqRow = dq + (task * a.queries + i) * a.depth;
+        T *dqRow = dq + a.queryRow(task, i, a.depth);
         for (int64_t c = 0; c < a.depth; ++c)
           dqRow[c] = static_cast<T>(acc[c]);
       }
     }
   });
   int64_t group = a.queryHeads / a.kvHeads;
-  auto sumHeads = [&](const std::vector<double> &perHead, int64_t size, std::vector<T> &out) {
+  // Each key/value head's rows [keys, width] summed over the query heads that read it.
+  auto sumHeads = [&](const std::vector<double> &perHead, int64_t width, std::vector<T> &out) {
+    int64_t size = a.keys * width;
     for (int64_t kv = 0; kv < a.batch * a.kvHeads; ++kv)
-      for (int64_t e = 0; e < size; ++e) {
-        double sum = 0.0;
-        for (int64_t h = 0; h < group; ++h)
-          sum += perHead[(kv * group + h) * size + e];
-        out[kv * size + e] = static_cast<T>(sum);
+      for (int64_t j = 0; j < a.keys; ++j) {
+        T *row = out.data() + a.keyRow(kv, j, width);
+        for (int64_t c = 0; c < width; ++c) {
+          double sum = 0.0;
+          for (int64_t h = 0; h < group; ++h)
+            sum += perHead[(kv * group + h) * size + j * width + c];
+          row[c] = static_cast<T>(sum);
+        }
       }
   };
-  sumHeads(dkHeads, keySize, args.realResult(1));
-  sumHeads(dvHeads, valueSize, args.realResult(2));
+  sumHeads(dkHeads, a.depth, args.realResult(1));
+  sumHeads(dvHeads, a.valueDepth, args.realResult(2));
 }
 
 /// mt.key_span: each row's first nonzero entry and one past its last ([0, 0] for none).

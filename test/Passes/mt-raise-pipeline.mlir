@@ -19,9 +19,12 @@ mt.parameter @w_down : tensor<32x16xf32>
 // CHECK: %[[XN:.*]] = mt.rms_norm %[[H]], %{{.*}} epsilon = 9.99999{{[0-9]*}}E-7
 // CHECK-DAG: %[[Q:.*]] = mt.linear %[[XN]], %{{.*}} transpose_weight : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
 // CHECK-DAG: %[[K:.*]] = mt.linear %[[XN]], %{{.*}} transpose_weight : (tensor<1x4x16xf32>, tensor<8x16xf32>) -> tensor<1x4x8xf32>
-// CHECK-DAG: %[[QR:.*]] = mt.rope %{{.*}}, %[[COS]], %[[SIN]] : (tensor<1x4x4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<1x4x4x4xf32>
-// CHECK-DAG: %[[KR:.*]] = mt.rope %{{.*}}, %[[COS]], %[[SIN]] : (tensor<1x2x4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
-// CHECK: %[[A:.*]] = mt.attention %[[QR]], %[[KR]], %{{.*}} scale = 5.000000e-01 causal : (tensor<1x4x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xf32>
+// The heads stay in the projections' layout [B, T, H, D]: the rope's tables as [1, T, 1, D].
+// CHECK-DAG: %[[COSV:.*]] = mt.reshape %[[COS]] : tensor<4x4xf32> -> tensor<1x4x1x4xf32>
+// CHECK-DAG: %[[SINV:.*]] = mt.reshape %[[SIN]] : tensor<4x4xf32> -> tensor<1x4x1x4xf32>
+// CHECK-DAG: %[[QR:.*]] = mt.rope %{{.*}}, %[[COSV]], %[[SINV]] : (tensor<1x4x4x4xf32>, tensor<1x4x1x4xf32>, tensor<1x4x1x4xf32>) -> tensor<1x4x4x4xf32>
+// CHECK-DAG: %[[KR:.*]] = mt.rope %{{.*}}, %[[COSV]], %[[SINV]] : (tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>, tensor<1x4x1x4xf32>) -> tensor<1x4x2x4xf32>
+// CHECK: %[[A:.*]] = mt.attention %[[QR]], %[[KR]], %{{.*}} scale = 5.000000e-01 causal sequence_major : (tensor<1x4x4x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> tensor<1x4x4x4xf32>
 // CHECK: mt.linear %{{.*}}, %{{.*}} transpose_weight : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
 // CHECK: %[[H2:.*]] = mt.add
 // CHECK: %[[XN2:.*]] = mt.rms_norm %[[H2]], %{{.*}} epsilon
@@ -37,6 +40,7 @@ mt.parameter @w_down : tensor<32x16xf32>
 // CHECK-NOT: mt.concat
 // CHECK-NOT: mt.expand
 // CHECK-NOT: mt.sigmoid
+// CHECK-NOT: mt.transpose
 // CHECK: return
 func.func @llama_block(%ids: tensor<1x4xi64>, %cos: tensor<4x4xf32>, %sin: tensor<4x4xf32>) -> tensor<1x4x16xf32> {
   %two = mt.constant dense<2.0> : tensor<f32>
@@ -154,7 +158,7 @@ mt.parameter @out_b : tensor<16xf32>
 // CHECK: %[[H:.*]] = mt.add
 // CHECK: %[[X:.*]] = mt.layer_norm %[[H]], %{{.*}}, %{{.*}} epsilon = 9.99999{{[0-9]*}}E-6
 // CHECK: %[[QKV:.*]] = mt.linear %[[X]], %{{.*}}, %{{.*}} : (tensor<1x4x16xf32>, tensor<16x48xf32>, tensor<48xf32>) -> tensor<1x4x48xf32>
-// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.3535{{[0-9]*}} causal : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+// CHECK: mt.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.3535{{[0-9]*}} causal sequence_major : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
 // CHECK: mt.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x4x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<1x4x16xf32>
 // CHECK: %[[H2:.*]] = mt.add
 // CHECK: %[[X2:.*]] = mt.layer_norm %[[H2]], %{{.*}}, %{{.*}} epsilon

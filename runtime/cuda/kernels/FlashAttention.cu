@@ -48,16 +48,17 @@ __device__ __forceinline__ void copyAsync(bf16 *to, const bf16 *from, bool insid
                : "memory");
 }
 
-/// Starts copying `count` rows of D bf16 from `from` into a kTile-row shared tile and
-/// zeroing the rest, with all threads of the block in 16-byte pieces. Zero rows (not
-/// garbage that could be NaN) are what keep padded rows out of every product.
+/// Starts copying `count` rows of D bf16, `stride` elements apart, from `from` into a
+/// kTile-row shared tile and zeroing the rest, with all threads of the block in 16-byte
+/// pieces. Zero rows (not garbage that could be NaN) are what keep padded rows out of every
+/// product.
 template <int D>
-__device__ __forceinline__ void stageTile(bf16 *to, const bf16 *from, int count) {
+__device__ __forceinline__ void stageTile(bf16 *to, const bf16 *from, int count, int64_t stride) {
   constexpr int pieces = D / 8;
   for (int e = threadIdx.x; e < kTile * pieces; e += blockDim.x) {
     int row = e / pieces, column = e % pieces * 8;
     bool inside = row < count;
-    copyAsync(to + row * kRowStride<D> + column, inside ? from + int64_t(row) * D + column : from,
+    copyAsync(to + row * kRowStride<D> + column, inside ? from + row * stride + column : from,
               inside);
   }
 }
@@ -216,14 +217,15 @@ __device__ __forceinline__ void storeStrip(Ref out, int64_t corner, int64_t widt
 template <int D> struct KeyTiles {
   bf16 *keys, *values; // two tiles each
   const bf16 *k, *v;   // the key/value head's first row
+  int64_t stride;      // from one key/value row to the next
   int64_t start, seen;
 
   static constexpr int tileElements = kTile * kRowStride<D>;
 
   __device__ __forceinline__ void stage(int64_t t0, int buffer) const {
     const int count = rowsBefore(seen - t0, kTile);
-    stageTile<D>(keys + buffer * tileElements, k + t0 * D, count);
-    stageTile<D>(values + buffer * tileElements, v + t0 * D, count);
+    stageTile<D>(keys + buffer * tileElements, k + t0 * stride, count, stride);
+    stageTile<D>(values + buffer * tileElements, v + t0 * stride, count, stride);
     commitCopies();
   }
 
@@ -368,9 +370,9 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
   const int64_t head = blockIdx.x / rowBlocks;
   const int64_t first = (rowBlocks - 1 - blockIdx.x % rowBlocks) * kTile;
   const int rows = rowsBefore(a.queries - first, kTile);
-  const int64_t kvFirst = a.kvHeadOf(head) * a.keys;
+  const int64_t kvHead = a.kvHeadOf(head);
 
-  stageTile<D>(keys, q + (head * a.queries + first) * D, rows);
+  stageTile<D>(keys, q + a.queryRow(head, first, D), rows, a.queryStride(D));
   landCopies();
   uint32_t query[D / 16][4];
 #pragma unroll
@@ -384,8 +386,9 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
   // before its first row's window are skipped.
   const KeyTiles<D> tiles{keys,
                           values,
-                          k + kvFirst * D,
-                          v + kvFirst * D,
+                          k + a.keyRow(kvHead, 0, D),
+                          v + a.keyRow(kvHead, 0, D),
+                          a.keyStride(D),
                           a.firstVisible(head, first),
                           a.visible(head, first + rows - 1)};
   float runningMax[2] = {-CUDART_INF_F, -CUDART_INF_F}, total[2] = {0.0f, 0.0f};
@@ -448,8 +451,8 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 4 : 3)
     if (lse && threadIdx.x % 4 == 0 && row < a.queries)
       lse[head * a.queries + row] = total[h] > 0.0f ? runningMax[h] + logf(total[h]) : 0.0f;
   }
-  storeStrip(out, (head * a.queries + first + warp * kStrip) * D, D, rows - warp * kStrip, acc,
-             1.0f);
+  storeStrip(out, a.queryRow(head, first + warp * kStrip, D), a.queryStride(D),
+             rows - warp * kStrip, acc, 1.0f);
 }
 
 /// Gradient kernel 1, 64 queries of one head, a strip per warp as in the forward, scores in
@@ -474,20 +477,21 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
   const int64_t head = blockIdx.x / rowBlocks;
   const int64_t first = (rowBlocks - 1 - blockIdx.x % rowBlocks) * kTile;
   const int rows = rowsBefore(a.queries - first, kTile);
-  const int64_t kvFirst = a.kvHeadOf(head) * a.keys;
+  const int64_t kvHead = a.kvHeadOf(head);
 
-  stageTile<D>(reinterpret_cast<bf16 *>(shared + L::queries), q + (head * a.queries + first) * D,
-               rows);
-  stageTile<D>(reinterpret_cast<bf16 *>(shared + L::grads), g + (head * a.queries + first) * D,
-               rows);
+  stageTile<D>(reinterpret_cast<bf16 *>(shared + L::queries), q + a.queryRow(head, first, D), rows,
+               a.queryStride(D));
+  stageTile<D>(reinterpret_cast<bf16 *>(shared + L::grads), g + a.queryRow(head, first, D), rows,
+               a.queryStride(D));
   landCopies();
 
   const LaneRows mine(a, head, first);
   const StripKeys stripKeys(a, head, first + warp * kStrip);
   const KeyTiles<D> tiles{reinterpret_cast<bf16 *>(shared + L::keys),
                           reinterpret_cast<bf16 *>(shared + L::values),
-                          k + kvFirst * D,
-                          v + kvFirst * D,
+                          k + a.keyRow(kvHead, 0, D),
+                          v + a.keyRow(kvHead, 0, D),
+                          a.keyStride(D),
                           a.firstVisible(head, first),
                           a.visible(head, first + rows - 1)};
   // The strip's scores q.k_j (as logits, -inf where the row does not see key j) and dots
@@ -529,8 +533,8 @@ __global__ void __launch_bounds__(kWarps * 32, D == 64 ? 3 : 2)
     packWeights(slopes, s);
     addProducts<D>(acc, slopes, keyTile);
   });
-  storeStrip(dq, (head * a.queries + first + warp * kStrip) * D, D, rows - warp * kStrip, acc,
-             a.scale);
+  storeStrip(dq, a.queryRow(head, first + warp * kStrip, D), a.queryStride(D), rows - warp * kStrip,
+             acc, a.scale);
 }
 
 /// Gradient kernel 2, 64 keys of one key/value head: over the query heads of its group in
@@ -567,8 +571,8 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
   const int64_t sequence = kvHead / a.kvHeads;
   const int dead = rowsBefore(a.keyStart(sequence) - first, kTile);
   const int live = rowsBefore(a.keyEnd(sequence) - first, kTile);
-  stageTile<D>(keys, k + (kvHead * a.keys + first) * D, rows);
-  stageTile<D>(values, v + (kvHead * a.keys + first) * D, rows);
+  stageTile<D>(keys, k + a.keyRow(kvHead, first, D), rows, a.keyStride(D));
+  stageTile<D>(values, v + a.keyRow(kvHead, first, D), rows, a.keyStride(D));
   landCopies();
   const bf16 *keyStrip = keys + strip * kStrip * stride;
   const bf16 *valueStrip = values + strip * kStrip * stride;
@@ -583,15 +587,15 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
                           : a.queries;
   float dkAcc[D / 16][4] = {}, dvAcc[D / 16][4] = {};
   for (int64_t h = 0; h < group; ++h) {
-    const int64_t queryFirst = (firstHead + h) * a.queries;
+    const int64_t queryFirst = (firstHead + h) * a.queries; // its lse and delta
     for (int64_t t0 = start; t0 < end; t0 += kTile) {
       const int count = rowsBefore(a.queries - t0, kTile);
       // Key `first + key` is visible to query `t0 + query` when key - query <= diagonal:
       // under causal the tile starts a multiple of kTile past the block's first key.
       const int diagonal = a.causal ? static_cast<int>(t0 - first) : kTile;
       __syncthreads(); // every warp is done with the previous tile
-      stageTile<D>(queries, q + (queryFirst + t0) * D, count);
-      stageTile<D>(grads, g + (queryFirst + t0) * D, count);
+      stageTile<D>(queries, q + a.queryRow(firstHead + h, t0, D), count, a.queryStride(D));
+      stageTile<D>(grads, g + a.queryRow(firstHead + h, t0, D), count, a.queryStride(D));
       if (threadIdx.x < kTile) {
         bool inside = static_cast<int>(threadIdx.x) < count;
         tileLse[threadIdx.x] = inside ? lse[queryFirst + t0 + threadIdx.x] : 0.0f;
@@ -647,9 +651,9 @@ __global__ void __launch_bounds__(kKeyWarps * 32, 2)
       addProducts<D>(dkAcc, weights, queries + column);
     }
   }
-  const int64_t corner = (kvHead * a.keys + first + strip * kStrip) * D + part * (D / 2);
-  storeStrip(dk, corner, D, rows - strip * kStrip, dkAcc, a.scale);
-  storeStrip(dv, corner, D, rows - strip * kStrip, dvAcc, 1.0f);
+  const int64_t corner = a.keyRow(kvHead, first + strip * kStrip, D) + part * (D / 2);
+  storeStrip(dk, corner, a.keyStride(D), rows - strip * kStrip, dkAcc, a.scale);
+  storeStrip(dv, corner, a.keyStride(D), rows - strip * kStrip, dvAcc, 1.0f);
 }
 
 /// Whether the tensor-core kernels serve the first `operands` operands: bf16 at one head

@@ -19,8 +19,8 @@ namespace mt::cuda {
 
 AttentionDims attentionDims(const KernelArgs &args, size_t spanOperand) {
   AttentionExtents e{};
-  if (std::string error =
-          attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape, e);
+  if (std::string error = attentionExtents(args.in(0).shape, args.in(1).shape, args.in(2).shape,
+                                           args.flag("sequence_major"), e);
       !error.empty())
     args.fail(error);
   AttentionDims a{e,
@@ -240,13 +240,13 @@ __device__ __forceinline__ float dot(const float *a, const float *b, int n) {
   return sum;
 }
 
-/// Copies `count` rows of `width` reals starting at element `first` of `from` into shared
-/// rows `stride` floats apart, with all threads of the block.
+/// Copies `count` rows of `width` reals, `fromStride` apart from element `first` of `from`
+/// on, into shared rows `stride` floats apart, with all threads of the block.
 __device__ __forceinline__ void stageRows(float *to, int stride, Ref from, int64_t first,
-                                          int count, int width) {
+                                          int64_t fromStride, int count, int width) {
   for (int e = threadIdx.x; e < count * width; e += blockDim.x) {
-    int row = e / width;
-    to[row * stride + e - row * width] = loadReal(from, first + e);
+    int row = e / width, column = e - row * width;
+    to[row * stride + column] = loadReal(from, first + row * fromStride + column);
   }
 }
 
@@ -274,9 +274,9 @@ __global__ void __launch_bounds__(kThreads)
   int64_t head = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
   int64_t row = first + warp;
   bool active = row < a.queries;
-  int64_t kvFirst = a.kvHeadOf(head) * a.keys;
+  int64_t kvHead = a.kvHeadOf(head);
   if (active)
-    loadRow(query, q, (head * a.queries + row) * depth, depth, lane);
+    loadRow(query, q, a.queryRow(head, row, depth), depth, lane);
   int64_t visible = active ? a.visible(head, row) : 0, seen = blockVisible(a, head, first);
   int64_t lowest = active ? a.firstVisible(head, row) : 0;
 
@@ -284,8 +284,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t t0 = a.firstVisible(head, first); t0 < seen; t0 += kTile) {
     int count = rowsBefore(seen - t0, kTile);
     __syncthreads(); // every warp is done with the previous tile
-    stageRows(keys, keyStride, k, (kvFirst + t0) * depth, count, depth);
-    stageRows(values, valueDepth, v, (kvFirst + t0) * valueDepth, count, valueDepth);
+    stageRows(keys, keyStride, k, a.keyRow(kvHead, t0, depth), a.keyStride(depth), count, depth);
+    stageRows(values, valueDepth, v, a.keyRow(kvHead, t0, valueDepth), a.keyStride(valueDepth),
+              count, valueDepth);
     __syncthreads();
     int mine = rowsBefore(visible - t0, count);
     if (mine == 0 || t0 + mine <= lowest)
@@ -313,7 +314,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (!active)
     return;
-  int64_t base = (head * a.queries + row) * valueDepth;
+  int64_t base = a.queryRow(head, row, valueDepth);
 #pragma unroll
   for (int r = 0; r < N; ++r) {
     int c = lane + 32 * r;
@@ -325,14 +326,17 @@ __global__ void __launch_bounds__(kThreads)
     lse[head * a.queries + row] = total > 0.0f ? runningMax + logf(total) : 0.0f;
 }
 
-/// delta = grad . output for each query row (of `width`), a warp per row, into fp32.
-__global__ void attentionDelta(Ref grad, Ref output, float *delta, int64_t rows, int width) {
+/// delta = grad . output for each query row (of `width`; rows over batch, heads and queries
+/// in that order, whatever the layout), a warp per row, into fp32.
+__global__ void attentionDelta(Ref grad, Ref output, float *delta, int64_t rows, int width,
+                               AttentionDims a) {
   const int lane = threadIdx.x % 32;
   for (int64_t row = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32; row < rows;
        row += static_cast<int64_t>(gridDim.x) * blockDim.x / 32) {
+    const int64_t at = a.queryRow(row / a.queries, row % a.queries, width);
     float sum = 0.0f;
     for (int c = lane; c < width; c += 32)
-      sum += loadReal(grad, row * width + c) * loadReal(output, row * width + c);
+      sum += loadReal(grad, at + c) * loadReal(output, at + c);
     sum = warpSum(sum);
     if (lane == 0)
       delta[row] = sum;
@@ -358,12 +362,12 @@ __global__ void __launch_bounds__(kThreads)
 
   int64_t rowBlocks = (a.queries + kWarps - 1) / kWarps;
   int64_t head = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
-  int64_t row = first + warp, at = head * a.queries + row;
+  int64_t row = first + warp, at = head * a.queries + row; // its lse and delta
   bool active = row < a.queries;
-  int64_t kvFirst = a.kvHeadOf(head) * a.keys;
+  int64_t kvHead = a.kvHeadOf(head);
   if (active) {
-    loadRow(query, q, at * depth, depth, lane);
-    loadRow(grad, g, at * valueDepth, valueDepth, lane);
+    loadRow(query, q, a.queryRow(head, row, depth), depth, lane);
+    loadRow(grad, g, a.queryRow(head, row, valueDepth), valueDepth, lane);
   }
   int64_t visible = active ? a.visible(head, row) : 0, seen = blockVisible(a, head, first);
   int64_t lowest = active ? a.firstVisible(head, row) : 0, start = a.firstVisible(head, first);
@@ -378,8 +382,9 @@ __global__ void __launch_bounds__(kThreads)
   auto scoreTile = [&](int64_t t0) {
     int count = rowsBefore(seen - t0, kTile);
     __syncthreads();
-    stageRows(keys, keyStride, k, (kvFirst + t0) * depth, count, depth);
-    stageRows(values, valueStride, v, (kvFirst + t0) * valueDepth, count, valueDepth);
+    stageRows(keys, keyStride, k, a.keyRow(kvHead, t0, depth), a.keyStride(depth), count, depth);
+    stageRows(values, valueStride, v, a.keyRow(kvHead, t0, valueDepth), a.keyStride(valueDepth),
+              count, valueDepth);
     __syncthreads();
     int mine = rowsBefore(visible - t0, count);
     Scored s{t0 + mine <= lowest ? 0 : mine, -CUDART_INF_F, 0.0f};
@@ -416,7 +421,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < N; ++r) {
     int c = lane + 32 * r;
     if (c < depth)
-      storeReal(dq, at * depth + c, acc[r]);
+      storeReal(dq, a.queryRow(head, row, depth) + c, acc[r]);
   }
 }
 
@@ -442,14 +447,14 @@ __global__ void __launch_bounds__(kThreads)
 
   int64_t rowBlocks = (a.keys + kWarps - 1) / kWarps;
   int64_t kvHead = blockIdx.x / rowBlocks, first = blockIdx.x % rowBlocks * kWarps;
-  int64_t row = first + warp, at = kvHead * a.keys + row;
+  int64_t row = first + warp;
   // Padding keys (before and after the sequence's tokens) are seen by no query: zero
   // gradients.
   int64_t sequence = kvHead / a.kvHeads;
   bool active = row < a.keys, seen = row >= a.keyStart(sequence) && row < a.keyEnd(sequence);
   if (active) {
-    loadRow(key, k, at * depth, depth, lane);
-    loadRow(value, v, at * valueDepth, valueDepth, lane);
+    loadRow(key, k, a.keyRow(kvHead, row, depth), depth, lane);
+    loadRow(value, v, a.keyRow(kvHead, row, valueDepth), valueDepth, lane);
   }
   int64_t group = a.queryHeads / a.kvHeads;
   int64_t firstHead = kvHead / a.kvHeads * a.queryHeads + kvHead % a.kvHeads * group;
@@ -461,12 +466,14 @@ __global__ void __launch_bounds__(kThreads)
 
   float dkAcc[N] = {}, dvAcc[N] = {};
   for (int64_t h = 0; h < group; ++h) {
-    int64_t queryFirst = (firstHead + h) * a.queries;
+    int64_t queryFirst = (firstHead + h) * a.queries; // its lse and delta
     for (int64_t t0 = start; t0 < end; t0 += kTile) {
       int count = rowsBefore(a.queries - t0, kTile);
       __syncthreads();
-      stageRows(queries, queryStride, q, (queryFirst + t0) * depth, count, depth);
-      stageRows(grads, gradStride, g, (queryFirst + t0) * valueDepth, count, valueDepth);
+      stageRows(queries, queryStride, q, a.queryRow(firstHead + h, t0, depth), a.queryStride(depth),
+                count, depth);
+      stageRows(grads, gradStride, g, a.queryRow(firstHead + h, t0, valueDepth),
+                a.queryStride(valueDepth), count, valueDepth);
       if (threadIdx.x < count) {
         tileLse[threadIdx.x] = lse[queryFirst + t0 + threadIdx.x];
         tileDelta[threadIdx.x] = delta[queryFirst + t0 + threadIdx.x];
@@ -504,9 +511,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < N; ++r) {
     int c = lane + 32 * r;
     if (c < depth)
-      storeReal(dk, at * depth + c, dkAcc[r]);
+      storeReal(dk, a.keyRow(kvHead, row, depth) + c, dkAcc[r]);
     if (c < valueDepth)
-      storeReal(dv, at * valueDepth + c, dvAcc[r]);
+      storeReal(dv, a.keyRow(kvHead, row, valueDepth) + c, dvAcc[r]);
   }
 }
 
@@ -565,9 +572,8 @@ WorkspaceSource workspaceOf(const KernelArgs &args) {
 void attention(const KernelArgs &args) {
   args.expectCounts(3, 4, 1, 2);
   AttentionDims a = attentionDims(args, 3);
-  if (args.out(0).shape !=
-      std::vector<int64_t>{a.batch, a.queryHeads, a.queries, a.valueDepth})
-    args.fail("the result is not [batch, query heads, queries, value depth]");
+  if (args.out(0).shape != a.resultShape())
+    args.fail("the result is not " + shapeText(a.resultShape()) + " (attention's layout)");
   float *lse = args.resultCount() == 2 ? lseOf(args, args.out(1), a) : nullptr;
   Ref q = args.real(0).ref(), k = args.real(1).ref(), v = args.real(2).ref();
   Ref out = args.realResult(0).ref();
@@ -594,8 +600,8 @@ void attention(const KernelArgs &args) {
 void attentionGrad(const KernelArgs &args) {
   args.expectCounts(6, 7, 3);
   AttentionDims a = attentionDims(args, 6);
-  if (args.in(3).shape != std::vector<int64_t>{a.batch, a.queryHeads, a.queries, a.valueDepth})
-    args.fail("the grad is not [batch, query heads, queries, value depth]");
+  if (args.in(3).shape != a.resultShape())
+    args.fail("the grad is not " + shapeText(a.resultShape()) + " (attention's layout)");
   if (args.in(4).shape != args.in(3).shape)
     args.fail("the forward's output differs in shape from the grad");
   const float *lse = lseOf(args, args.in(5), a);
@@ -618,7 +624,7 @@ void attentionGrad(const KernelArgs &args) {
   if (rows > 0) {
     delta = static_cast<float *>(args.scratch(sizeof(float) * scratch::attentionGradFloats(rows)));
     attentionDelta<<<std::min<unsigned>(blocksFor(rows * 32), 65535u), 256, 0, args.stream>>>(
-        g, args.real(4).ref(), delta, rows, static_cast<int>(a.valueDepth));
+        g, args.real(4).ref(), delta, rows, static_cast<int>(a.valueDepth), a);
     checkLaunch(args);
   }
   if (flashAttentionGrad(args, a, lse, delta))
