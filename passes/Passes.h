@@ -13,8 +13,15 @@ namespace mt {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
+struct RaisePipelineOptions : mlir::PassPipelineOptions<RaisePipelineOptions> {
+  Option<bool> foldAttentionLayout{
+      *this, "fold-attention-layout",
+      llvm::cl::desc("Attention on the projections' rows, without transposes into heads"),
+      llvm::cl::init(true)};
+};
+
 /// Raises the primitive chains of an imported graph to fused ops (`mt-raise`).
-void buildRaisePassPipeline(mlir::OpPassManager &pm);
+void buildRaisePassPipeline(mlir::OpPassManager &pm, const RaisePipelineOptions &options);
 
 struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
   Option<bool> segmentLayers{*this, "segment-layers",

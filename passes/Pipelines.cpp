@@ -12,7 +12,7 @@ namespace {
 #include "passes/Passes.h.inc"
 } // namespace
 
-void buildRaisePassPipeline(OpPassManager &pm) {
+void buildRaisePassPipeline(OpPassManager &pm, const RaisePipelineOptions &options) {
   // Canonicalization first: it folds transposes into matmul flags and chains of reshapes into
   // one, the forms that the linear and attention patterns look for.
   pm.addPass(createCanonicalizerPass());
@@ -33,7 +33,8 @@ void buildRaisePassPipeline(OpPassManager &pm) {
   pm.addPass(createRaiseRopePass());
   pm.addPass(createRaiseAttentionPass());
   // Attention raised, the transposes into its heads and back fold into its layout.
-  pm.addPass(createFoldAttentionLayoutPass());
+  if (options.foldAttentionLayout)
+    pm.addPass(createFoldAttentionLayoutPass());
   // Constants and views that only the raised chains used are now dead or duplicated.
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
@@ -78,9 +79,9 @@ void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions 
 
 void registerPassesAndPipelines() {
   registerMTPasses();
-  PassPipelineRegistration<>("mt-raise",
-                             "Raise the primitive chains of an imported ONNX graph to fused ops",
-                             buildRaisePassPipeline);
+  PassPipelineRegistration<RaisePipelineOptions>(
+      "mt-raise", "Raise the primitive chains of an imported ONNX graph to fused ops",
+      buildRaisePassPipeline);
   PassPipelineRegistration<TrainPipelineOptions>(
       "mt-train", "Cut layers into templates, append the loss and the backward pass",
       buildTrainPassPipeline);

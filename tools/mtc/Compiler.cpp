@@ -110,8 +110,11 @@ int compilerMain(int argc, char **argv) {
   // device budget) in mt-fit-step's options: its text, which the plan and the summary
   // carry, is what mt-opt --pass-pipeline runs to make the same module from the import.
   PassManager pm(&context, ModuleOp::getOperationName());
-  if (stage != Stage::Import)
-    buildRaisePassPipeline(pm);
+  if (stage != Stage::Import) {
+    RaisePipelineOptions raise;
+    raise.foldAttentionLayout = foldAttentionLayout.getValue();
+    buildRaisePassPipeline(pm, raise);
+  }
   if (stage == Stage::Segments)
     pm.addPass(createSegmentLayersPass());
   if (stage >= Stage::Train) {

@@ -41,6 +41,11 @@ llvm::cl::opt<Summary>
                              clEnumValN(Summary::Json, "json", "one JSON object, for scripts")),
             llvm::cl::cat(category));
 
+llvm::cl::opt<bool> foldAttentionLayout(
+    "fold-attention-layout",
+    llvm::cl::desc("Attention reads and writes the projections' rows [B, T, H, D], without "
+                   "transposes into heads and back (default on)"),
+    llvm::cl::init(true), llvm::cl::cat(category));
 llvm::cl::opt<bool> segmentLayers("segment-layers",
                                   llvm::cl::desc("Cut the model into layer templates (default on)"),
                                   llvm::cl::init(true), llvm::cl::cat(category));

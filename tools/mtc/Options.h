@@ -20,6 +20,7 @@ extern llvm::cl::opt<std::string> inputPath;
 extern llvm::cl::opt<std::string> outputPath;
 extern llvm::cl::opt<Stage> emit;
 extern llvm::cl::opt<Summary> summary;
+extern llvm::cl::opt<bool> foldAttentionLayout;
 extern llvm::cl::opt<bool> segmentLayers;
 extern llvm::cl::opt<std::string> target;
 extern llvm::cl::opt<int64_t> microBatches;
