@@ -8,7 +8,7 @@
 # written in by --profile-into, for mtc --target to predict the row from). BENCH_ROWS (a regex over row names) runs a subset; BENCH_PEERS=0 leaves the peers out;
 # BENCH_STEPS sets mt's steps a row (default 5; the first is left out of the medians); MT_RUN
 # another mt-run (a build before a change, carried beside, for the same rows in one call);
-# MT_ARGS more of mt-run's flags (e.g. --attention=cudnn, cuDNN's attention against mt's kernels);
+# MT_ARGS more of mt-run's flags (e.g. --attention=own, mt's attention kernels against cuDNN's);
 # BENCH_PEER_KINDS (a regex over gpu and fsdpf) a subset of the peers.
 set -uo pipefail
 final="${OUT:-/tmp/mt-device-bench}"
@@ -38,6 +38,7 @@ for row in "${rows[@]}"; do
     --backend=cuda --profile --profile-into "$out/profile-$name.json" \
     --metrics "$out/mt-$name.jsonl" ${MT_ARGS:-} >"$out/mt-$name.txt" 2>&1
   echo "-- mt $name: rc $?"
+  grep -E "^attention +\||cuDNN declines" "$out/mt-$name.txt" | head -3
   tail -n 14 "$out/mt-$name.txt"
   [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue
   for peer in ${peers//,/ }; do

@@ -391,7 +391,8 @@ int64_t aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 } // namespace
 
-std::unique_ptr<CudnnAttention> CudnnAttention::create(bool deterministic, std::string *why) {
+std::unique_ptr<CudnnAttention> CudnnAttention::create(bool backward, bool deterministic,
+                                                       std::string *why) {
   const CudnnApi *api = loadCudnn(why);
   if (!api)
     return nullptr;
@@ -402,11 +403,12 @@ std::unique_ptr<CudnnAttention> CudnnAttention::create(bool deterministic, std::
       *why = std::string("cudnnCreate failed: ") + api->errorString(status);
     return nullptr;
   }
-  return std::unique_ptr<CudnnAttention>(new CudnnAttention(*api, handle, deterministic));
+  return std::unique_ptr<CudnnAttention>(new CudnnAttention(*api, handle, backward, deterministic));
 }
 
-CudnnAttention::CudnnAttention(const CudnnApi &api, cudnnHandle_t handle, bool deterministic)
-    : api(api), handle(handle), isDeterministic(deterministic) {}
+CudnnAttention::CudnnAttention(const CudnnApi &api, cudnnHandle_t handle, bool backward,
+                               bool deterministic)
+    : api(api), handle(handle), backwardOn(backward), isDeterministic(deterministic) {}
 
 CudnnAttention::~CudnnAttention() {
   graphs.clear(); // every descriptor before the handle
@@ -459,7 +461,7 @@ void CudnnAttention::decline(const CudnnAttentionShape &shape, bool backward,
   std::fprintf(stderr, "mt: cuDNN declines %s; mt's own kernels run it\n", firstDecline.c_str());
 }
 
-bool CudnnAttention::run(const Graph &graph, const std::vector<const void *> &bound,
+bool CudnnAttention::run(const Graph &graph, bool backward, const std::vector<const void *> &bound,
                          cudaStream_t stream, const WorkspaceSource &workspace) {
   std::vector<int64_t> uids;
   std::vector<void *> pointers;
@@ -496,7 +498,7 @@ bool CudnnAttention::run(const Graph &graph, const std::vector<const void *> &bo
       .finalize();
   checkCudnn(api, api.setStream(handle, stream), "cudnnSetStream");
   checkCudnn(api, api.execute(handle, graph.plan->get(), pack.get()), "cudnnBackendExecute");
-  ++calls;
+  ++calls[backward ? 1 : 0];
   return true;
 }
 
@@ -508,7 +510,7 @@ bool CudnnAttention::forward(const CudnnAttentionShape &shape, const CudnnAttent
   float *lse = t.lse;
   int64_t rows = shape.extents.batch * shape.extents.queryHeads * shape.extents.queries;
   if ((!lse && !(lse = static_cast<float *>(workspace(rows * 4)))) ||
-      !run(*graph, {t.q, t.k, t.v, t.out, lse}, stream, workspace)) {
+      !run(*graph, false, {t.q, t.k, t.v, t.out, lse}, stream, workspace)) {
     decline(shape, false, "its workspace is beyond the plan's kernel scratch");
     return false;
   }
@@ -517,17 +519,19 @@ bool CudnnAttention::forward(const CudnnAttentionShape &shape, const CudnnAttent
 
 bool CudnnAttention::backward(const CudnnAttentionShape &shape, const CudnnAttentionBackward &t,
                               cudaStream_t stream, const WorkspaceSource &workspace) {
+  if (!backwardOn)
+    return false;
   std::vector<const void *> bound{t.q, t.k, t.v, t.out, t.lse, t.grad, t.dq, t.dk, t.dv};
   // The atomic form's fp32 accumulator may not fit the plan's scratch, which reserves the
   // deterministic form's row sums (passes/DeviceReserve).
   if (!isDeterministic)
     if (const Graph *graph = graphFor(shape, true, false);
-        graph && run(*graph, bound, stream, workspace))
+        graph && run(*graph, true, bound, stream, workspace))
       return true;
   const Graph *graph = graphFor(shape, true, true);
   if (!graph)
     return false;
-  if (!run(*graph, bound, stream, workspace)) {
+  if (!run(*graph, true, bound, stream, workspace)) {
     decline(shape, true, "its workspace is beyond the plan's kernel scratch");
     return false;
   }

@@ -46,9 +46,11 @@ using WorkspaceSource = std::function<void *(size_t bytes)>;
 class CudnnAttention {
 public:
   /// Null when cuDNN cannot be loaded or give this device a handle; `why` says which.
+  /// `backward`: cuDNN serves the backward too (else backward() declines every call).
   /// `deterministic`: the backward's dq from one product, where the faster form sums it with
   /// atomics in an fp32 accumulator (the same run twice then differs in the last bits).
-  static std::unique_ptr<CudnnAttention> create(bool deterministic, std::string *why);
+  static std::unique_ptr<CudnnAttention> create(bool backward, bool deterministic,
+                                                std::string *why);
   ~CudnnAttention();
   CudnnAttention(const CudnnAttention &) = delete;
   CudnnAttention &operator=(const CudnnAttention &) = delete;
@@ -60,11 +62,13 @@ public:
   bool backward(const CudnnAttentionShape &shape, const CudnnAttentionBackward &tensors,
                 cudaStream_t stream, const WorkspaceSource &workspace);
   bool deterministic() const { return isDeterministic; }
+  bool servesBackward() const { return backwardOn; }
 
   /// cuDNN's version, e.g. "9.19.0".
   std::string version() const;
   /// The calls cuDNN ran, and the first reason it declined a shape (empty if none).
-  int64_t served() const { return calls; }
+  int64_t forwardCalls() const { return calls[0]; }
+  int64_t backwardCalls() const { return calls[1]; }
   /// The most device memory (scratch) one call took.
   int64_t workspaceBytes() const { return largestWorkspace; }
   const std::string &declined() const { return firstDecline; }
@@ -72,21 +76,22 @@ public:
   struct Graph;
 
 private:
-  CudnnAttention(const CudnnApi &api, cudnnHandle_t handle, bool deterministic);
+  CudnnAttention(const CudnnApi &api, cudnnHandle_t handle, bool backward, bool deterministic);
   /// The planned graph for a shape, built on first use (null: cuDNN has none).
   const Graph *graphFor(const CudnnAttentionShape &shape, bool backward, bool deterministic);
   /// Remembers the first shape cuDNN cannot serve, and says so once on stderr.
   void decline(const CudnnAttentionShape &shape, bool backward, const std::string &why);
-  bool run(const Graph &graph, const std::vector<const void *> &pointers, cudaStream_t stream,
-           const WorkspaceSource &workspace);
+  bool run(const Graph &graph, bool backward, const std::vector<const void *> &pointers,
+           cudaStream_t stream, const WorkspaceSource &workspace);
 
   const CudnnApi &api;
   cudnnHandle_t handle;
-  bool isDeterministic;
+  bool backwardOn, isDeterministic;
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, float,
                          bool, bool, bool>;
   std::map<Key, std::unique_ptr<Graph>> graphs; // null entries: declined shapes
-  int64_t calls = 0, largestWorkspace = 0;
+  int64_t calls[2] = {0, 0};                    // forward, backward
+  int64_t largestWorkspace = 0;
   std::string firstDecline;
 };
 

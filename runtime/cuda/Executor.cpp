@@ -99,12 +99,14 @@ std::string Executor::attentionKernels() const {
   if (!cudnn)
     return options.attention == AttentionKernels::Own ? "mt's own kernels"
                                                       : "mt's own kernels: " + cudnnMissing;
-  std::string line =
-      "cuDNN " + cudnn->version() + " where it serves (" +
-      (cudnn->deterministic() ? "deterministic backward" : "backward summing dq with atomics") +
-      "), mt's own kernels elsewhere";
-  if (cudnn->served() > 0)
-    line += "; " + std::to_string(cudnn->served()) + " calls on cuDNN, workspace up to " +
+  std::string line = "cuDNN " + cudnn->version() + " where it serves (" +
+                     (!cudnn->servesBackward() ? "the forward; mt's backward"
+                      : cudnn->deterministic() ? "forward, deterministic backward"
+                                               : "forward, backward summing dq with atomics") +
+                     "), mt's own kernels elsewhere";
+  if (cudnn->forwardCalls() + cudnn->backwardCalls() > 0)
+    line += "; " + std::to_string(cudnn->forwardCalls()) + " forward and " +
+            std::to_string(cudnn->backwardCalls()) + " backward calls on cuDNN, workspace up to " +
             std::to_string(cudnn->workspaceBytes() >> 10) + " KiB";
   if (!cudnn->declined().empty())
     line += "; cuDNN declined " + cudnn->declined();
@@ -246,7 +248,9 @@ void Executor::allocateDevice(const Layout &layout) {
 
   blas = std::make_unique<CublasLt>(plan.blas_workspace_bytes());
   if (options.attention != AttentionKernels::Own)
-    cudnn = CudnnAttention::create(options.attention == AttentionKernels::Cudnn, &cudnnMissing);
+    cudnn =
+        CudnnAttention::create(options.attention != AttentionKernels::CudnnForward,
+                               options.attention != AttentionKernels::CudnnAtomic, &cudnnMissing);
   deviceMemory.blasWorkspace = plan.blas_workspace_bytes();
   scratch = std::make_unique<Scratch>(plan.scratch_bytes());
   deviceMemory.scratch = plan.scratch_bytes();

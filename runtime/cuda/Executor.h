@@ -50,7 +50,7 @@ struct ExecutorOptions {
   /// when serialized (no reuse) and with collectives.
   bool gradientRing = false;
   /// The kernels of fused attention (cuDNN's where they serve, or mt's own).
-  AttentionKernels attention = AttentionKernels::Own;
+  AttentionKernels attention = AttentionKernels::CudnnForward;
 };
 
 /// One command as it ran: its stream, and start/end in ms from the step's start.
@@ -118,7 +118,9 @@ public:
   /// and a shape it declined, once steps have run) or mt's own (and why).
   std::string attentionKernels() const;
   /// The attention calls cuDNN ran so far.
-  int64_t cudnnAttentionCalls() const { return cudnn ? cudnn->served() : 0; }
+  int64_t cudnnAttentionCalls() const {
+    return cudnn ? cudnn->forwardCalls() + cudnn->backwardCalls() : 0;
+  }
   /// Step value `id` where the device holds it. After a serialized run every value a step
   /// command made is still there (no buffer is reused).
   const DeviceTensor &stepValue(int id) const;
