@@ -136,13 +136,22 @@ public:
     pointwise(mode, x, &b, nullptr, y);
   }
 
+  /// From here on, reductions say they need not be deterministic, as cudnn-frontend's
+  /// backward graphs do from cuDNN 9.11 on (the forward, seen serving without it, is left as
+  /// it ran).
+  void markReductions() { reductionsMarked = api.version() >= 91100; }
+
   /// y = the sum or maximum of x over the axes where y has extent 1.
   void reduce(cudnnReduceTensorOp_t mode, const CudnnDescriptor &x, const CudnnDescriptor &y) {
     cudnnDataType_t fp32 = CUDNN_DATA_FLOAT;
     CudnnDescriptor &desc = keep(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
     desc.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode)
-        .set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &fp32)
-        .finalize();
+        .set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &fp32);
+    if (reductionsMarked) {
+      bool no = false;
+      desc.set(CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &no);
+    }
+    desc.finalize();
     op(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR)
         .set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
         .set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
@@ -254,6 +263,7 @@ private:
   CudnnAttention::Graph &graph;
   std::vector<cudnnBackendDescriptor_t> ops;
   int64_t nextVirtual = kFirstVirtual;
+  bool reductionsMarked = false;
 };
 
 /// The dims of a call's tensors, each [b, h, s, d]: q, k, v, the output, the scores and the
@@ -309,6 +319,7 @@ void writeForward(GraphWriter &w, const CudnnAttentionShape &s) {
 void writeBackward(GraphWriter &w, const CudnnAttentionShape &s, bool deterministic) {
   const shapes::AttentionExtents &e = s.extents;
   AttentionTensors d(e);
+  w.markReductions();
   Dims scoreTDims{e.batch, e.queryHeads, e.keys, e.queries};
   Dims scoreTStrides = swapLast(contiguous(d.scores));
   const CudnnDescriptor &q = w.tensor(kQ, d.q, d.qStrides, CUDNN_DATA_BFLOAT16);
