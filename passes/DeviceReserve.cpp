@@ -89,7 +89,8 @@ int64_t kernelScratchBytes(Operation *op) {
                                       op->getNumResults() > 1);
   } else if (name == "mt.attention_grad") {
     Value query = op->getOperand(0);
-    floats = scratch::attentionGradFloats(elements(query) / std::max<int64_t>(lastDim(query), 1));
+    int64_t depth = std::max<int64_t>(lastDim(query), 1);
+    floats = scratch::attentionGradFloats(elements(query) / depth, depth);
   } else if (name == "mt.scatter_add") {
     if (!fp32OnDevice(op->getResult(0)))
       floats = scratch::scatterAddFloats(elements(op->getResult(0)));

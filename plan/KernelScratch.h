@@ -52,8 +52,11 @@ struct LinearLossGradScratch {
 };
 
 /// attention_grad: each query row's delta = grad . output (rows: batch x heads x queries),
-/// which cuDNN's backward writes in the same place (rowsum(grad * output)).
-inline int64_t attentionGradFloats(int64_t rows) { return rows; }
+/// which cuDNN's backward writes in the same place (rowsum(grad * output)), then room for
+/// cuDNN's fp32 dq accumulator of `depth` floats a row (the atomic form sums dq there; the
+/// deterministic form's engine asks for its own of that size). An engine asking more gets
+/// device memory of cuDNN's own beside the plan's (runtime/cuda/CudnnAttention).
+inline int64_t attentionGradFloats(int64_t rows, int64_t depth) { return rows * (depth + 1); }
 
 /// attention without a log-sum-exp result: cuDNN's forward writes each row's there.
 inline int64_t attentionFloats(int64_t rows, bool hasLse) { return hasLse ? 0 : rows; }

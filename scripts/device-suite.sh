@@ -74,10 +74,12 @@ done
 part cudnn-attention bash -c "$run $plans/gradients/attention-tiles.mtp --check-against-host \
   --init random --seed 1 --data $plans/gradients/ids.tokens --check-tolerance 6e-2 \
   | tee /dev/stderr | grep -q '[1-9][0-9]* forward and 0 backward calls on cuDNN'"
-part cudnn-attention-backward bash -c "$run $plans/gradients/attention-inner.mtp \
-  --attention=cudnn --check-against-host --init random --seed 1 \
-  --data $plans/gradients/ids.tokens --check-tolerance 6e-2 \
-  | tee /dev/stderr | grep -q 'forward and [1-9][0-9]* backward calls on cuDNN'"
+for kernels in cudnn cudnn-atomic; do
+  part "$kernels-attention-backward" bash -c "$run $plans/gradients/attention-inner.mtp \
+    --attention=$kernels --check-against-host --init random --seed 1 \
+    --data $plans/gradients/ids.tokens --check-tolerance 6e-2 \
+    | tee /dev/stderr | grep -q 'forward and [1-9][0-9]* backward calls on cuDNN'"
+done
 for name in attention-tiles attention-rope attention-rows attention-inner; do
   for kernels in cudnn cudnn-atomic own; do
     part "kernels-$kernels-$name" $run $plans/gradients/$name.mtp --attention=$kernels \

@@ -57,6 +57,9 @@ struct CudnnAttention::Graph {
   int64_t workspace = 0;                          // cuDNN's own, beside the scratch tensors below
   int64_t sumBytes = 0, dqSumBytes = 0;           // the backward's scratch tensors (0: none)
   std::vector<std::pair<int64_t, float>> scalars; // the by-value tensors the graph reads
+
+  /// The device memory a call takes: the scratch tensors, then cuDNN's workspace.
+  int64_t callBytes() const;
 };
 
 namespace {
@@ -386,8 +389,9 @@ void writeBackward(GraphWriter &w, const CudnnAttentionShape &s, bool determinis
   w.binary(CUDNN_POINTWISE_MUL, weighted, scale, dS);
   keyProduct(dS, q, dk, e.depth);
 
-  // dq = dS k.
-  const CudnnDescriptor &k = w.temp(d.k, CUDNN_DATA_FLOAT);
+  // dq = dS k, k the view of kT in k's own strides (as the frontend writes it: contiguous
+  // strides here would ask for a transpose of a sequence-major k, which no engine fuses).
+  const CudnnDescriptor &k = w.temp(d.k, CUDNN_DATA_FLOAT, d.kStrides);
   w.reshape(kT, k);
   if (deterministic) {
     w.matmul(dS, k, dq);
@@ -400,7 +404,17 @@ void writeBackward(GraphWriter &w, const CudnnAttentionShape &s, bool determinis
 
 int64_t aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+/// Why a planned graph did not run.
+std::string lackOfMemory(const CudnnAttention::Graph &graph) {
+  return "its workspace of " + std::to_string((graph.callBytes() + (1 << 20) - 1) >> 20) +
+         " MiB is beyond the plan's kernel scratch and the device's free memory";
+}
+
 } // namespace
+
+int64_t CudnnAttention::Graph::callBytes() const {
+  return sumBytes + dqSumBytes + aligned(workspace);
+}
 
 std::unique_ptr<CudnnAttention> CudnnAttention::create(bool backward, bool deterministic,
                                                        std::string *why) {
@@ -424,6 +438,26 @@ CudnnAttention::CudnnAttention(const CudnnApi &api, cudnnHandle_t handle, bool b
 CudnnAttention::~CudnnAttention() {
   graphs.clear(); // every descriptor before the handle
   api.destroy(handle);
+  cudaFree(own);
+}
+
+char *CudnnAttention::ownWorkspace(int64_t bytes) {
+  if (bytes <= ownCapacity)
+    return own;
+  // Grown at a shape's first call, so rarely: calls enqueued before may still read the old
+  // region, on whichever stream they ran.
+  if (cudaDeviceSynchronize() != cudaSuccess)
+    return nullptr;
+  cudaFree(own);
+  own = nullptr;
+  ownCapacity = 0;
+  if (cudaMalloc(reinterpret_cast<void **>(&own), static_cast<size_t>(bytes)) != cudaSuccess) {
+    cudaGetLastError(); // the failed allocation is not an error of later calls
+    own = nullptr;
+    return nullptr;
+  }
+  ownCapacity = bytes;
+  return own;
 }
 
 std::string CudnnAttention::version() const {
@@ -481,9 +515,10 @@ bool CudnnAttention::run(const Graph &graph, bool backward, const std::vector<co
       uids.push_back(static_cast<int64_t>(i) + 1); // bound[i] is uid i + 1
       pointers.push_back(const_cast<void *>(bound[i]));
     }
-  int64_t scratchBytes = graph.sumBytes + graph.dqSumBytes + aligned(graph.workspace);
+  int64_t scratchBytes = graph.callBytes();
   char *scratch = nullptr;
-  if (scratchBytes > 0 && !(scratch = static_cast<char *>(workspace(scratchBytes))))
+  if (scratchBytes > 0 && !(scratch = static_cast<char *>(workspace(scratchBytes))) &&
+      !(scratch = ownWorkspace(scratchBytes)))
     return false;
   largestWorkspace = std::max(largestWorkspace, scratchBytes);
   char *cursor = scratch;
@@ -522,7 +557,7 @@ bool CudnnAttention::forward(const CudnnAttentionShape &shape, const CudnnAttent
   int64_t rows = shape.extents.batch * shape.extents.queryHeads * shape.extents.queries;
   if ((!lse && !(lse = static_cast<float *>(workspace(rows * 4)))) ||
       !run(*graph, false, {t.q, t.k, t.v, t.out, lse}, stream, workspace)) {
-    decline(shape, false, "its workspace is beyond the plan's kernel scratch");
+    decline(shape, false, lackOfMemory(*graph));
     return false;
   }
   return true;
@@ -533,8 +568,8 @@ bool CudnnAttention::backward(const CudnnAttentionShape &shape, const CudnnAtten
   if (!backwardOn)
     return false;
   std::vector<const void *> bound{t.q, t.k, t.v, t.out, t.lse, t.grad, t.dq, t.dk, t.dv};
-  // The atomic form's fp32 accumulator may not fit the plan's scratch, which reserves the
-  // deterministic form's row sums (passes/DeviceReserve).
+  // The atomic form where its memory is to be had (the plan's scratch reserves its row sums
+  // and accumulator: plan/KernelScratch.h), else the deterministic one.
   if (!isDeterministic)
     if (const Graph *graph = graphFor(shape, true, false);
         graph && run(*graph, true, bound, stream, workspace))
@@ -543,7 +578,7 @@ bool CudnnAttention::backward(const CudnnAttentionShape &shape, const CudnnAtten
   if (!graph)
     return false;
   if (!run(*graph, true, bound, stream, workspace)) {
-    decline(shape, true, "its workspace is beyond the plan's kernel scratch");
+    decline(shape, true, lackOfMemory(*graph));
     return false;
   }
   return true;

@@ -71,6 +71,8 @@ public:
   int64_t backwardCalls() const { return calls[1]; }
   /// The most device memory (scratch) one call took.
   int64_t workspaceBytes() const { return largestWorkspace; }
+  /// Device memory held beside the plan's, for calls whose workspace its scratch lacked.
+  int64_t ownBytes() const { return ownCapacity; }
   const std::string &declined() const { return firstDecline; }
 
   struct Graph;
@@ -83,6 +85,8 @@ private:
   void decline(const CudnnAttentionShape &shape, bool backward, const std::string &why);
   bool run(const Graph &graph, bool backward, const std::vector<const void *> &pointers,
            cudaStream_t stream, const WorkspaceSource &workspace);
+  /// `bytes` of cuDNN's own device memory (null where the device has not that much free).
+  char *ownWorkspace(int64_t bytes);
 
   const CudnnApi &api;
   cudnnHandle_t handle;
@@ -92,6 +96,8 @@ private:
   std::map<Key, std::unique_ptr<Graph>> graphs; // null entries: declined shapes
   int64_t calls[2] = {0, 0};                    // forward, backward
   int64_t largestWorkspace = 0;
+  char *own = nullptr; // grown to the largest call the plan's scratch could not hold
+  int64_t ownCapacity = 0;
   std::string firstDecline;
 };
 

@@ -108,6 +108,9 @@ std::string Executor::attentionKernels() const {
     line += "; " + std::to_string(cudnn->forwardCalls()) + " forward and " +
             std::to_string(cudnn->backwardCalls()) + " backward calls on cuDNN, workspace up to " +
             std::to_string(cudnn->workspaceBytes() >> 10) + " KiB";
+  if (cudnn->ownBytes() > 0)
+    line += " (" + std::to_string(cudnn->ownBytes() >> 20) +
+            " MiB of it beside the plan's kernel scratch)";
   if (!cudnn->declined().empty())
     line += "; cuDNN declined " + cudnn->declined();
   return line;
@@ -775,6 +778,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
   for (int s = 0; s < 3; ++s)
     MT_CUDA_CHECK(cudaStreamSynchronize(streams[s]));
   deviceMemory.scratchUsed = static_cast<int64_t>(scratch->peak());
+  deviceMemory.cudnnBeside = cudnn ? cudnn->ownBytes() : 0;
 
   for (int s = 0; s < 3; ++s) {
     float ms = 0;

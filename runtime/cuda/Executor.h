@@ -74,7 +74,10 @@ struct StepMeasures {
 struct DeviceMemory {
   int64_t arena = 0, scratch = 0, blasWorkspace = 0, constants = 0, inputs = 0, staging = 0;
   int64_t scratchUsed = 0; // the most one command's kernels have used
-  int64_t total() const { return arena + scratch + blasWorkspace + constants + inputs + staging; }
+  int64_t cudnnBeside = 0; // cuDNN's own, for calls the scratch could not hold
+  int64_t total() const {
+    return arena + scratch + blasWorkspace + constants + inputs + staging + cudnnBeside;
+  }
 };
 
 /// Throws, with the numbers, when `needed` bytes of device memory (of which `arena`, and

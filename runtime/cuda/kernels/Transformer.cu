@@ -622,7 +622,7 @@ void attentionGrad(const KernelArgs &args) {
     return;
   float *delta = nullptr;
   if (rows > 0) {
-    delta = static_cast<float *>(args.scratch(sizeof(float) * scratch::attentionGradFloats(rows)));
+    delta = static_cast<float *>(args.scratch(sizeof(float) * rows));
     attentionDelta<<<std::min<unsigned>(blocksFor(rows * 32), 65535u), 256, 0, args.stream>>>(
         g, args.real(4).ref(), delta, rows, static_cast<int>(a.valueDepth), a);
     checkLaunch(args);
