@@ -3,6 +3,7 @@
 //   %y = call @layer_0(%x, %w...)
 // becomes
 //   %y = call @layer_0(%x, %w...) {mt.offsets = array<i64: 1024>, mt.workspace = array<i64: 4096, 65536>}
+#include "ir/MtOps.h"
 #include "passes/BufferLiveness.h"
 #include "passes/Passes.h"
 
@@ -21,7 +22,26 @@ using namespace mt;
 
 namespace {
 
+/// A buffer whose last reader is an offload lives on until the next offload is issued, so
+/// the copy (on the d2h stream) overlaps the compute between them; reused at once, its bytes
+/// would make their next tensor's op wait for the copy.
+void keepThroughOffloads(BufferLiveness &liveness) {
+  std::vector<size_t> nextOffload(liveness.ops.size(), 0);
+  size_t next = 0; // 0: none (an offload is never the step's first op)
+  for (size_t i = liveness.ops.size(); i-- > 0;) {
+    nextOffload[i] = next;
+    if (llvm::isa<OffloadOp>(liveness.ops[i]))
+      next = i;
+  }
+  for (DeviceBuffer &buffer : liveness.buffers)
+    if (buffer.resultIndex >= 0 && llvm::isa<OffloadOp>(liveness.ops[buffer.last]) &&
+        nextOffload[buffer.last] > 0)
+      buffer.last = nextOffload[buffer.last];
+}
+
 struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
+  using AssignBuffersPassBase::AssignBuffersPassBase;
+
   void runOnOperation() override {
     auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
     if (!step) {
@@ -29,6 +49,8 @@ struct AssignBuffersPass : mt::impl::AssignBuffersPassBase<AssignBuffersPass> {
       return signalPassFailure();
     }
     BufferLiveness liveness = analyzeBuffers(step);
+    if (overlapOffloads)
+      keepThroughOffloads(liveness);
     DeviceArena arena;
     // Buffers are born in program order (their `first`); each dies after its `last` op.
     std::multimap<size_t, DeviceBuffer *> dying;

@@ -131,7 +131,8 @@ private:
   }
 
   /// Schedules `trained` in place with the recompute interval asked for, or the smallest
-  /// that fits the budget (only checkpoints kept on the device depend on it). Returns K; a
+  /// that fits the budget (only checkpoints kept on the device depend on it), its offloads
+  /// overlapped with compute where any interval fits so (mt-assign-buffers). Returns K; a
   /// plan that does not fit fails, with an error giving the smallest one's numbers when
   /// `report`, else silently (failure() also when a pipeline itself failed, which has
   /// reported: failedPipeline).
@@ -147,11 +148,18 @@ private:
         candidates.push_back(std::min<int64_t>(k, std::max<int64_t>(layers, 1)));
     int64_t smallest = 0, bestInterval = 1;
     std::string breakdown = "unknown";
-    for (int64_t k : candidates) {
+    // Every interval with its offloads overlapped, then, where none fits, without (one
+    // buffer fewer alive, copies that compute waits for).
+    llvm::SmallVector<std::pair<int64_t, bool>> tries;
+    for (bool overlap : {true, false})
+      for (int64_t k : candidates)
+        tries.push_back({k, overlap});
+    for (auto [k, overlap] : tries) {
       OpPassManager pipeline(ModuleOp::getOperationName());
       SchedulePipelineOptions options;
       options.recomputeInterval = k;
       options.checkpointsOnDevice = checkpointsOnDevice.getValue();
+      options.overlapOffloads = overlap;
       buildSchedulePassPipeline(pipeline, options);
       FailureOr<ModuleOp> scheduled = tryPipeline(trained, pipeline);
       if (failed(scheduled)) {

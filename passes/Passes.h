@@ -47,6 +47,10 @@ struct SchedulePipelineOptions : mlir::PassPipelineOptions<SchedulePipelineOptio
   Option<bool> checkpointsOnDevice{*this, "checkpoints-on-device",
                                    llvm::cl::desc("Keep layer inputs on the device"),
                                    llvm::cl::init(false)};
+  Option<bool> overlapOffloads{
+      *this, "overlap-offloads",
+      llvm::cl::desc("Keep a tensor an offload reads until the next offload (mt-assign-buffers)"),
+      llvm::cl::init(true)};
 };
 
 /// Turns the training step into the MegaTrain schedule: copies, buffers, streams

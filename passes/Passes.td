@@ -262,8 +262,18 @@ def AssignBuffersPass : Pass<"mt-assign-buffers", "mlir::ModuleOp"> {
     memory. A tensor is live from its op to its last use in program order; offsets are chosen
     first-fit, 256-byte aligned, in program order, so a freed buffer is reused by the next
     tensor that fits. mt-assign-streams then orders each reuse after the last use.
+
+    With `overlap-offloads` (the default), a tensor whose last reader is an offload stays
+    until the next offload is issued: its copy to the host then overlaps the compute between
+    the two, where the next tensor to take its bytes would otherwise wait for the copy (a
+    layer's backward for the previous layer's gradients), at the cost of one more such tensor
+    alive at a time.
   }];
   let dependentDialects = ["mt::MTDialect"];
+  let options = [
+    Option<"overlapOffloads", "overlap-offloads", "bool", "true",
+           "Keep a tensor an offload reads until the next offload, so the copy overlaps compute">,
+  ];
 }
 
 def AssignStreamsPass : Pass<"mt-assign-streams", "mlir::ModuleOp"> {

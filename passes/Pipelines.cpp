@@ -73,7 +73,9 @@ void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions 
   pm.addPass(createInsertTransfersPass(transfers));
   // Offsets next, by the liveness the copies created; the streams pass orders every reuse of
   // a buffer after the last use of its previous tensor, so it needs the offsets.
-  pm.addPass(createAssignBuffersPass());
+  AssignBuffersPassOptions buffers;
+  buffers.overlapOffloads = options.overlapOffloads;
+  pm.addPass(createAssignBuffersPass(buffers));
   pm.addPass(createAssignStreamsPass());
 }
 
