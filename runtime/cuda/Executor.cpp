@@ -251,9 +251,9 @@ void Executor::allocateDevice(const Layout &layout) {
 
   blas = std::make_unique<CublasLt>(plan.blas_workspace_bytes());
   if (options.attention != AttentionKernels::Own)
-    cudnn =
-        CudnnAttention::create(options.attention != AttentionKernels::CudnnForward,
-                               options.attention != AttentionKernels::CudnnAtomic, &cudnnMissing);
+    cudnn = CudnnAttention::create(options.attention != AttentionKernels::CudnnForward,
+                                   options.attention == AttentionKernels::CudnnDeterministic,
+                                   &cudnnMissing);
   deviceMemory.blasWorkspace = plan.blas_workspace_bytes();
   scratch = std::make_unique<Scratch>(plan.scratch_bytes());
   deviceMemory.scratch = plan.scratch_bytes();

@@ -50,7 +50,7 @@ struct ExecutorOptions {
   /// when serialized (no reuse) and with collectives.
   bool gradientRing = false;
   /// The kernels of fused attention (cuDNN's where they serve, or mt's own).
-  AttentionKernels attention = AttentionKernels::CudnnForward;
+  AttentionKernels attention = AttentionKernels::Cudnn;
 };
 
 /// One command as it ran: its stream, and start/end in ms from the step's start.

@@ -20,12 +20,12 @@ namespace mt {
 using TokenInputs = std::map<std::string, std::vector<int64_t>>;
 
 /// What a run asks of its backend beyond the plan and the host state.
-/// Fused attention on the device: CudnnForward (the default), cuDNN's engines for the forward
-/// where cuDNN loads and serves the shape (bf16; no padding span, window or cap), mt's kernels
-/// for the rest and the backward; Cudnn, cuDNN's backward too (not yet seen serving on a
-/// GPU); CudnnAtomic, that with cuDNN's backward summing dq with atomics (runs differ in the
-/// last bits); Own, mt's kernels only.
-enum class AttentionKernels { CudnnForward, Cudnn, CudnnAtomic, Own };
+/// Fused attention on the device: Cudnn (the default), cuDNN's engines for the forward and
+/// the backward where cuDNN loads and serves the shape (bf16; no padding span, window or
+/// cap), the backward summing dq with atomics (runs differ in the last bits), mt's kernels
+/// for the rest; CudnnDeterministic, that with dq from one product (the same bits every run,
+/// and a larger workspace); CudnnForward, cuDNN's forward only; Own, mt's kernels only.
+enum class AttentionKernels { Cudnn, CudnnDeterministic, CudnnForward, Own };
 
 struct BackendSettings {
   /// cuda: every command on one stream (for debugging and measuring the overlap).
@@ -47,7 +47,7 @@ struct BackendSettings {
   /// time by op family. It costs a little of the overlap (a timing event pair a kernel).
   bool profile = false;
   /// cuda: which kernels run fused attention (mt-run --attention).
-  AttentionKernels attention = AttentionKernels::CudnnForward;
+  AttentionKernels attention = AttentionKernels::Cudnn;
 };
 
 /// The step's inputs to AdamW, for a backend whose ranks share the update.

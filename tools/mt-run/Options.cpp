@@ -38,13 +38,14 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --nproc-per-node N        data-parallel over N GPUs of this host, one process each, joined
                             by NCCL (loaded from libnccl.so.2); the same math as --ranks
   --serialize               cuda debug: every command on one stream, no buffer reuse
-  --attention cudnn-forward|cudnn|cudnn-atomic|own
-                            cuda: cudnn-forward (the default): cuDNN 9's flash-attention
-                            engine for the forward where cuDNN loads and serves the shape
-                            (bf16, no padding, window or cap), mt's kernels elsewhere and for
-                            the backward; cudnn: cuDNN's backward too (not yet seen serving
-                            on a GPU); cudnn-atomic: that with cuDNN's backward summing dq
-                            with atomics (runs differ in the last bits); own: mt's kernels
+  --attention cudnn|cudnn-deterministic|cudnn-forward|own
+                            cuda: cudnn (the default): cuDNN 9's flash-attention engines for
+                            the forward and backward where cuDNN loads and serves the shape
+                            (bf16, no padding, window or cap), the backward summing dq with
+                            atomics (runs differ in the last bits), mt's kernels elsewhere;
+                            cudnn-deterministic: dq from one product (the same bits each
+                            run, a larger workspace); cudnn-forward: cuDNN's forward only;
+                            own: mt's kernels
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
   --profile                 time every kernel: each step's time by op family (products,
@@ -178,14 +179,15 @@ Options parseOptions(int argc, char **argv) {
       options.serialize = true;
     else if (arg == "--attention") {
       std::string kernels = take();
-      if (kernels != "own" && kernels != "cudnn-forward" && kernels != "cudnn" &&
-          kernels != "cudnn-atomic")
-        throw UsageError("--attention takes cudnn-forward, cudnn, cudnn-atomic or own, not '" +
-                         kernels + "'");
-      options.attention = kernels == "cudnn-forward"  ? AttentionKernels::CudnnForward
-                          : kernels == "cudnn"        ? AttentionKernels::Cudnn
-                          : kernels == "cudnn-atomic" ? AttentionKernels::CudnnAtomic
-                                                      : AttentionKernels::Own;
+      if (kernels != "cudnn" && kernels != "cudnn-deterministic" && kernels != "cudnn-forward" &&
+          kernels != "own")
+        throw UsageError(
+            "--attention takes cudnn, cudnn-deterministic, cudnn-forward or own, not '" + kernels +
+            "'");
+      options.attention = kernels == "cudnn"                 ? AttentionKernels::Cudnn
+                          : kernels == "cudnn-deterministic" ? AttentionKernels::CudnnDeterministic
+                          : kernels == "cudnn-forward"       ? AttentionKernels::CudnnForward
+                                                             : AttentionKernels::Own;
     } else if (arg == "--trace")
       options.trace = take();
     else if (arg == "--profile")

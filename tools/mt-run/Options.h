@@ -30,7 +30,7 @@ struct Options {
   bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
        checkKernels = false, serialize = false, profile = false;
   /// --attention: the kernels of fused attention on the device.
-  AttentionKernels attention = AttentionKernels::CudnnForward;
+  AttentionKernels attention = AttentionKernels::Cudnn;
   std::string trace;
   /// --profile-into: the device profile (JSON) that the last step's kernel rates go into.
   std::string profileInto;
