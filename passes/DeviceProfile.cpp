@@ -21,9 +21,11 @@ mlir::FailureOr<DeviceProfile> builtinProfile(llvm::StringRef name) {
   h200.hostAdamParamsPerSecond = 4.6e9;
   h200.deviceMemoryBytes = 139.0 * (1ull << 30);
   h200.hostMemoryBytes = 125.0 * (1ull << 30);
-  // mt's flash attention there, forward and backward: 155 TFLOP/s counted over every key
-  // (mt-run --profile on the 3.82B model at 32 x 2048 tokens, docs/PERFORMANCE.md).
-  h200.attentionFlopsPerSecond = 155e12;
+  // cuDNN's flash attention (mt-run's default where cuDNN loads), forward and backward: 720
+  // TFLOP/s counted over every key (mt-run --profile on the 3.82B model at 32 x 2048 tokens
+  // on the H100, whose SMs and clocks the H200 shares; docs/PERFORMANCE.md). mt's own
+  // kernels, where cuDNN is absent, reach about 300: calibrate such a machine.
+  h200.attentionFlopsPerSecond = 720e12;
   return h200;
 }
 
