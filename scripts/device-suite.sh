@@ -112,6 +112,25 @@ part train-demo train_both $plans/demo.mtp $plans/corpus.bin 20
 # (the updates after the step).
 part train-llama-clip train_both $plans/llama.mtp $plans/llama.tokens 20 llama-clip --grad-clip 0.5
 part train-llama-s2 train_both $plans/llama-s2.mtp $plans/llama.tokens 10
+# cuDNN's deterministic backward: two runs of the same steps give the same losses and
+# gradient norms (to the 9 digits the metrics keep), with cuDNN running the backward
+# (attention-inner: depth 128, grouped heads, gradients that stay in bf16).
+same_bits() {
+  for i in 1 2; do
+    $run $plans/gradients/attention-inner.mtp --init random --seed 1 --steps 5 \
+      --data $plans/gradients/ids.tokens --backend=cuda --attention=cudnn-deterministic \
+      --metrics "$out/same-bits-$i.jsonl" || return 1
+  done
+  python3 - "$out/same-bits-1.jsonl" "$out/same-bits-2.jsonl" <<'PY'
+import json, sys
+runs = [[json.loads(line) for line in open(path)] for path in sys.argv[1:]]
+assert runs[0][-1]["cudnn_attention_backward_calls"] > 0, "cuDNN ran no backward"
+for a, b in zip(*runs):
+    assert (a["loss"], a["grad_norm"]) == (b["loss"], b["grad_norm"]), (a, b)
+print(len(runs[0]), "steps, the same in both runs")
+PY
+}
+part cudnn-deterministic-same-bits same_bits
 
 # The fixture zoo: each Hugging Face decoder mtc compiles, 20 steps on the device against
 # PyTorch fp32 (every loss within 2e-2; not the gradient norms, whose spikes in a tiny model

@@ -212,6 +212,7 @@ std::string DeviceBackend::report() const {
 
 StepMeasureList DeviceBackend::measures() const {
   double seconds = last.ms / 1000.0;
+  auto [cudnnForward, cudnnBackward] = executor->cudnnAttentionCalls();
   return {{"device_ms", last.ms},
           {"tflops", plan.model_flops() / seconds / 1e12},
           {"h2d_gbps", last.copiedBytes[0] / seconds / 1e9},
@@ -221,7 +222,8 @@ StepMeasureList DeviceBackend::measures() const {
           {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},
           {"process_device_bytes", static_cast<double>(used)},
           {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)},
-          {"cudnn_attention_calls", static_cast<double>(executor->cudnnAttentionCalls())}};
+          {"cudnn_attention_forward_calls", static_cast<double>(cudnnForward)},
+          {"cudnn_attention_backward_calls", static_cast<double>(cudnnBackward)}};
 }
 
 void DeviceBackend::writeTrace(const std::string &path) const {

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mt::cuda {
@@ -120,9 +121,10 @@ public:
   /// Which kernels run fused attention, in a line: cuDNN's (its version; the calls it ran
   /// and a shape it declined, once steps have run) or mt's own (and why).
   std::string attentionKernels() const;
-  /// The attention calls cuDNN ran so far.
-  int64_t cudnnAttentionCalls() const {
-    return cudnn ? cudnn->forwardCalls() + cudnn->backwardCalls() : 0;
+  /// The attention calls cuDNN ran so far: forwards, backwards.
+  std::pair<int64_t, int64_t> cudnnAttentionCalls() const {
+    return cudnn ? std::pair{cudnn->forwardCalls(), cudnn->backwardCalls()}
+                 : std::pair<int64_t, int64_t>{0, 0};
   }
   /// Step value `id` where the device holds it. After a serialized run every value a step
   /// command made is still there (no buffer is reused).
