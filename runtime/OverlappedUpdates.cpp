@@ -29,13 +29,12 @@ std::vector<int> needOf(const std::vector<int> &readOrder) {
 } // namespace
 
 OverlappedUpdates::OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder,
-                                     double maxNorm, Guard guard, bool halt)
+                                     double maxNorm, Guard guard, bool halt, bool measuringPass)
     : optimizer(std::move(optimizer)), parameters(static_cast<int>(readOrder.size())),
       maxNorm(maxNorm), guard(guard), halt(halt),
-      measureFirst(maxNorm > 0 || guard == Guard::Whole), squares{std::vector<double>(
-                                                                      readOrder.size(), 0.0),
-                                                                  std::vector<double>(
-                                                                      readOrder.size(), 0.0)},
+      measureFirst(maxNorm > 0 || guard == Guard::Whole),
+      measuringPass(measuringPass), squares{std::vector<double>(readOrder.size(), 0.0),
+                                            std::vector<double>(readOrder.size(), 0.0)},
       landings{std::make_unique<std::atomic<bool>[]>(readOrder.size()),
                std::make_unique<std::atomic<bool>[]>(readOrder.size())},
       queue([this](int item, int64_t step) { run(item, step); }, needOf(readOrder)) {}
@@ -83,10 +82,11 @@ void OverlappedUpdates::landed(int p, int64_t step) {
   // The queue turns an item it does not know into its error: -1 for an unknown parameter or
   // a second landing.
   bool first = p >= 0 && p < parameters && !landings[step & 1][p].exchange(true);
-  queue.push(!first ? -1 : measureFirst ? parameters + p : p, step);
+  bool measure = measuringPass ? measuring[step & 1].load() : measureFirst;
+  queue.push(!first ? -1 : measure ? parameters + p : p, step);
 }
 
-void OverlappedUpdates::backwardDone(int64_t step, double loss) {
+bool OverlappedUpdates::backwardDone(int64_t step, double loss) {
   std::atomic<bool> *landed = landings[step & 1].get();
   for (int p = 0; p < parameters; ++p)
     if (!landed[p])
@@ -94,7 +94,9 @@ void OverlappedUpdates::backwardDone(int64_t step, double loss) {
                              std::to_string(p) + "'s gradient");
   for (int p = 0; p < parameters; ++p)
     landed[p] = false;
-  if (measureFirst) {
+  // The updating pass of a measured step: its updates were queued as its gradients landed.
+  const bool updatingPass = measuringPass && !measuring[step & 1];
+  if (measureFirst && !updatingPass) {
     queue.waitStep(step, parameters); // the measures
     const std::vector<double> &stepSquares = squares[step & 1];
     norms[step & 1] =
@@ -107,11 +109,17 @@ void OverlappedUpdates::backwardDone(int64_t step, double loss) {
         if (!std::isfinite(stepSquares[p]))
           outcome.firstNonFinite = p;
     }
-    if (!outcome.skipped)
+    if (measuringPass) {
+      measuring[step & 1] = false;
+      if (!outcome.skipped)
+        return true;
+    } else if (!outcome.skipped) {
       for (int p = 0; p < parameters; ++p)
         queue.push(p, step);
+    }
   }
   queue.push(2 * parameters, step);
+  return false;
 }
 
 double OverlappedUpdates::finished(int64_t step) {

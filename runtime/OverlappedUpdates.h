@@ -18,9 +18,11 @@ namespace mt {
 /// read. Without clipping a parameter's update is queued as its gradient lands. Clipping needs
 /// the global norm first: each gradient is measured as it lands instead, and the step's
 /// updates are queued once the last is, scaled by clipScale of the norm; they still overlap
-/// the next forward. Two steps' work may be in flight at once. A step that cannot overlap (the
-/// host backend's, or several runs accumulated) hands every gradient over once it has run
-/// and waits for finished.
+/// the next forward. Clipping by a measuring pass (`measuringPass`) holds no gradient: the
+/// step runs twice, its first run's gradients only measured as they land, its second's
+/// updated as they land, scaled by the first's norm. Two steps' work may be in flight at
+/// once. A step that cannot overlap (the host backend's, or several runs accumulated) hands
+/// every gradient over once it has run and waits for finished.
 class OverlappedUpdates {
 public:
   /// What the step's work is, per rank (over several ranks, "gradient" is this rank's shard
@@ -56,9 +58,14 @@ public:
   };
 
   /// `readOrder`: every parameter, in the order a step first reads them; `maxNorm` as
-  /// clipScale takes it (<= 0: no clipping).
+  /// clipScale takes it (<= 0: no clipping); `measuringPass`: clipping by a measuring pass
+  /// (each step's gradients land twice, beginMeasuring before the first time; Guard::Whole).
   OverlappedUpdates(Optimizer optimizer, const std::vector<int> &readOrder, double maxNorm,
-                    Guard guard = Guard::None, bool halt = false);
+                    Guard guard = Guard::None, bool halt = false, bool measuringPass = false);
+
+  /// With a measuring pass: `step`'s gradients that land until backwardDone are measured
+  /// only; those of its second pass are updated as they land.
+  void beginMeasuring(int64_t step) { measuring[step & 1] = true; }
 
   /// Parameter p's gradient of `step` is in host memory. Safe from any thread, including a
   /// CUDA host callback: it only takes a lock; an unknown p, or one that lands twice, becomes
@@ -67,10 +74,16 @@ public:
   /// Every gradient of `step` has landed (else it throws, naming a parameter that has not).
   /// When clipping or Guard::Whole, waits for them to be measured, then queues the updates
   /// (Whole: none when `loss` or the norm is not finite). Step s + 2 may begin only after
-  /// finished(s): the two steps share their slots.
-  void backwardDone(int64_t step, double loss = 0);
-  /// Blocks until p's queued update has run: before a step reads p or overwrites its gradient.
-  void waitFor(int p) { queue.waitFor(p); }
+  /// finished(s): the two steps share their slots. After a measuring pass, queues nothing and
+  /// returns whether the step is to run again for its updates (false: not finite, none).
+  bool backwardDone(int64_t step, double loss = 0);
+  /// Blocks until p's queued update (and measure) has run: before a step reads p or
+  /// overwrites its gradient.
+  void waitFor(int p) {
+    queue.waitFor(p);
+    if (measuringPass)
+      queue.waitFor(parameters + p);
+  }
   /// Blocks until `step`'s updates and finish have run; returns its gradient norm (before
   /// clipping). Every wait rethrows the first error the worker met.
   double finished(int64_t step);
@@ -93,6 +106,8 @@ private:
   const double maxNorm;
   const Guard guard;
   const bool halt, measureFirst; // measureFirst: clipping or Guard::Whole
+  const bool measuringPass;
+  std::atomic<bool> measuring[2] = {false, false}; // per step: gradients of the measuring pass
   // Per step, alternating: each gradient's squares, the norm and the clip scale.
   std::vector<double> squares[2];
   std::unique_ptr<std::atomic<bool>[]> landings[2]; // per parameter: its gradient landed

@@ -111,6 +111,11 @@ part train-demo train_both $plans/demo.mtp $plans/corpus.bin 20
 # Clipped (the updates once every gradient is measured), and with sample-major micro-batches
 # (the updates after the step).
 part train-llama-clip train_both $plans/llama.mtp $plans/llama.tokens 20 llama-clip --grad-clip 0.5
+# Clipped by a measuring pass: each step runs twice, the gradients landing in the ring.
+part train-llama-clip-recompute train_both $plans/llama.mtp $plans/llama.tokens 20 \
+  llama-clip-recompute --grad-clip 0.5 --grad-clip-memory recompute
+part train-llama-k2-m2-clip-recompute train_both $plans/llama-k2-m2.mtp $plans/llama-m2.tokens \
+  20 llama-k2-m2-clip-recompute --grad-clip 0.5 --grad-clip-memory recompute
 part train-llama-s2 train_both $plans/llama-s2.mtp $plans/llama.tokens 10
 # cuDNN's deterministic backward: two runs of the same steps give the same losses and
 # gradient norms (to the 9 digits the metrics keep), with cuDNN running the backward

@@ -354,7 +354,12 @@ void Executor::placeOffloads(Layout &layout) {
                   "the offloaded checkpoints and gradients need %.1f GiB of host memory beside "
                   "the host state, but this machine has %.1f GiB available",
                   layout.hostPoolBytes / 1073741824.0, available / 1073741824.0);
-    throw CudaError(message);
+    // Clipping without the ring holds every gradient until the norm is known.
+    bool clipHolds = !ring && plan.optimizer().grad_clip() > 0 && !options.collectives;
+    throw CudaError(std::string(message) +
+                    (clipHolds ? "; --grad-clip holds every gradient for the global norm, "
+                                 "--grad-clip-memory=recompute holds none"
+                               : ""));
   }
   hostPool.reset(static_cast<char *>(std::aligned_alloc(kPage, layout.hostPoolBytes)));
   if (!hostPool)

@@ -27,6 +27,16 @@ Trainer::Trainer(const plan::Plan &plan, HostState &state, StepBackend *backend,
                              "none to time");
   if (ranks && !inputs.layerMajor() && plan.micro_batches() > 1)
     throw std::runtime_error("thread ranks (--ranks) take layer-major micro-batches only");
+  if (this->settings.clipByMeasuringPass) {
+    const char *why = plan.optimizer().grad_clip() <= 0 ? "it clips nothing without --grad-clip"
+                      : ranks || this->settings.processes > 0
+                          ? "data-parallel ranks share each gradient as it lands"
+                      : !inputs.layerMajor() && plan.micro_batches() > 1
+                          ? "sample-major micro-batches sum every gradient on the host"
+                          : nullptr;
+    if (why)
+      throw std::runtime_error(std::string("--grad-clip-memory=recompute: ") + why);
+  }
 }
 
 Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
@@ -57,6 +67,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   // update (their shared norm decides); otherwise gated, so that the updates keep
   // overlapping the backward.
   const bool gated = overlapped && adamw.grad_clip() <= 0 && !shared;
+  const bool measuringPass = settings.clipByMeasuringPass;
   OverlappedUpdates::Optimizer optimizer;
   optimizer.update = [&](int p, int64_t step, float clip) {
     const ParameterState &parameter = state.parameters[p];
@@ -111,7 +122,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     updates = std::make_unique<OverlappedUpdates>(
         std::move(optimizer), backend->readOrder(parameterCount), adamw.grad_clip(),
         gated ? OverlappedUpdates::Guard::Gated : OverlappedUpdates::Guard::Whole,
-        /*halt=*/settings.stopOnNonFinite);
+        /*halt=*/settings.stopOnNonFinite, measuringPass);
   if (overlapped) {
     for (int p = 0; p < parameterCount; ++p)
       gradients[p] = backend->gradient(p);
@@ -209,6 +220,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
       // micro-batches, consecutive batches of the token stream. A layer-major plan takes them
       // all at once ("input_ids.m", "targets.m"); otherwise the step runs once per micro-batch.
       double loss = 0;
+      bool queued = false; // a measuring pass found the step not finite: it queued its end
       StepRecord record{step, 0.0, 0.0, lr, start, {}, {}};
       updateNanos[step & 1] = 0; // step - 2, which shared it, has finished
       if (ranks) {
@@ -221,36 +233,55 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
         judge(record, {result.skipped, -1, 0});
       } else {
         int64_t runs = layerMajor ? 1 : micro;
-        for (int64_t m = 0; m < runs; ++m) {
-          // A rank over processes takes its own batch of the world's, in rank order.
-          StepInputValues own;
+        // A rank over processes takes its own batch of the world's, in rank order.
+        std::vector<StepInputValues> batches(runs);
+        for (StepInputValues &own : batches)
           for (int r = 0; r < worldSize; ++r) {
             StepInputValues next = inputs.next(data);
             if (settings.processes == 0 || r == settings.processRank)
               own = std::move(next);
           }
-          loss += backend->run(own, step, m) / runs;
-          if (!overlapped) // the overlapped updates read the buffers, set once before
+        auto runBatches = [&] {
+          double mean = 0;
+          for (int64_t m = 0; m < runs; ++m) {
+            mean += backend->run(batches[m], step, m) / runs;
+            if (!overlapped) // the overlapped updates read the buffers, set once before
+              for (int p = 0; p < parameterCount; ++p)
+                gradients[p] = backend->gradient(p);
+            if (runs == 1)
+              continue;
+            accumulated.resize(counts.size());
+            for (size_t p = 0; p < counts.size(); ++p) {
+              accumulated[p].resize(counts[p], 0.0f);
+              for (int64_t i = 0; i < counts[p]; ++i)
+                accumulated[p][i] = (m == 0 ? 0.0f : accumulated[p][i]) + gradients[p][i];
+            }
+          }
+          if (runs > 1)
+            for (size_t p = 0; p < counts.size(); ++p) {
+              for (float &g : accumulated[p])
+                g /= static_cast<float>(runs);
+              gradients[p] = accumulated[p].data();
+            }
+          return mean;
+        };
+        // Clipping by a measuring pass: the step's gradients are measured as they land, then
+        // the step runs again for its updates, unless the first run was not finite.
+        if (measuringPass) {
+          updates->beginMeasuring(step);
+          loss = runBatches();
+          if (!overlapped)
             for (int p = 0; p < parameterCount; ++p)
-              gradients[p] = backend->gradient(p);
-          if (runs == 1)
-            continue;
-          accumulated.resize(counts.size());
-          for (size_t p = 0; p < counts.size(); ++p) {
-            accumulated[p].resize(counts[p], 0.0f);
-            for (int64_t i = 0; i < counts[p]; ++i)
-              accumulated[p][i] = (m == 0 ? 0.0f : accumulated[p][i]) + gradients[p][i];
-          }
+              updates->landed(p, step);
+          queued = !updates->backwardDone(step, loss);
         }
-        if (runs > 1)
-          for (size_t p = 0; p < counts.size(); ++p) {
-            for (float &g : accumulated[p])
-              g /= static_cast<float>(runs);
-            gradients[p] = accumulated[p].data();
-          }
+        if (!queued)
+          loss = runBatches();
         record.loss = loss;
         record.deviceReport = backend->report();
         record.deviceMeasures = backend->measures();
+        if (measuringPass) // the device figures above are the last run's
+          record.deviceMeasures.push_back({"step_runs", queued ? 1.0 : 2.0});
         record.profile = backend->profile();
         if (!settings.trace.empty() && step == steps)
           backend->writeTrace(settings.trace);
@@ -265,12 +296,13 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
                  (settings.checkpointEvery > 0 && step % settings.checkpointEvery == 0)));
       };
       if (backend) {
-        if (!overlapped) // every gradient is in host memory now
+        if (!overlapped && !queued) // every gradient is in host memory now
           for (int p = 0; p < parameterCount; ++p)
             updates->landed(p, step);
         // Ranks that share the update decide by the norm alone, which they share: a rank's
         // own loss could part them.
-        updates->backwardDone(step, shared ? 0.0 : loss);
+        if (!queued)
+          updates->backwardDone(step, shared ? 0.0 : loss);
         if (overlapped) {
           // The updates of this step are still running; the last step's are done or nearly.
           if (reportedThrough < step - 1)

@@ -45,6 +45,11 @@ struct TrainerSettings {
   /// Data parallel over processes: this process takes the processRank-th of each
   /// `processes` consecutive batches.
   int processes = 0, processRank = -1;
+  /// Clipping without holding gradients: each step runs twice on the same batches, the
+  /// first only measuring the gradients' norm as they land, the second updating as they
+  /// land (one backend, layer-major or one micro-batch; the backend made with
+  /// BackendSettings::gradientsConsumedOnLanding).
+  bool clipByMeasuringPass = false;
 };
 
 class Trainer {

@@ -1,6 +1,7 @@
 // Unit test of the training loop (runtime/train/Trainer) on backends of its own: updates
 // handed over after the step or overlapping it give the same bits; sample-major micro-batches
-// average; a non-finite step stops or is skipped; checkpoints resume to the same bits; a stop
+// average; a non-finite step stops or is skipped; clipping by a measuring pass gives the bits
+// of held gradients; checkpoints resume to the same bits; a stop
 // asked for mid-step ends after it with a checkpoint; and the backend registry.
 #include "runtime/train/Trainer.h"
 #include "test/Unit/Expect.h"
@@ -236,6 +237,35 @@ int main(int argc, char **argv) {
         "one skipped step counted");
   std::printf("non-finite: stop names the step and parameter and applies nothing, skip counts "
               "it\n");
+
+  // Clipping by a measuring pass (each step runs twice on its batch: its gradients measured
+  // as they land, then updated as they land) gives the bits of clipping with every gradient
+  // held, overlapped or not; a NaN in a measuring run keeps its step from a second run and
+  // from any update.
+  mt::plan::Plan clipped = planOf(1);
+  clipped.mutable_optimizer()->set_grad_clip(0.5);
+  Run held = train(clipped, tokens, false, settings);
+  Run heldTwo = train(clipped, tokens, false, two);
+  mt::TrainerSettings measuring = settings;
+  measuring.clipByMeasuringPass = true;
+  for (bool overlapping : {false, true}) {
+    Run twice = train(clipped, tokens, overlapping, measuring, dir + "/measured.jsonl");
+    check(twice.runs == 12 && twice.dataPosition == held.dataPosition,
+          std::to_string(twice.runs) + " runs for six measured steps");
+    check(same(twice.bits, held.bits), "a measuring pass gives other bits than held gradients");
+    check(slurp(dir + "/measured.jsonl").find("\"step_runs\":2") != std::string::npos,
+          "the metrics count two runs a step");
+    Run stopped = train(clipped, tokens, overlapping, measuring, "", "", /*nanAt=*/3);
+    check(stopped.outcome.nonFinite.find("step 3: the gradient of w1 is not finite; its update "
+                                         "was not applied") == 0,
+          "the reason: " + stopped.outcome.nonFinite);
+    if (!overlapping)
+      check(stopped.runs == 5 && same(stopped.bits, heldTwo.bits),
+            "a NaN in the measuring run: " + std::to_string(stopped.runs) + " runs");
+  }
+  check(same(held.bits, train(clipped, tokens, true, settings).bits),
+        "held clipping overlapped gives other bits");
+  std::printf("clipping by a measuring pass: two runs a step, the held gradients' bits\n");
 
   // Checkpoints every 2 steps; a run resumed from step 4 ends with the uninterrupted bits.
   mt::CheckpointWriter writer(dir + "/checkpoints", 2);

@@ -68,9 +68,9 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
   settings.processes = options.processes;
   settings.processRank = options.processRank;
   settings.group = options.group;
-  settings.gradientsConsumedOnLanding = plan.optimizer().grad_clip() <= 0 &&
-                                        options.processes == 0 &&
-                                        (layerMajor || plan.micro_batches() <= 1);
+  settings.gradientsConsumedOnLanding =
+      (plan.optimizer().grad_clip() <= 0 || options.gradClipMemory == "recompute") &&
+      options.processes == 0 && (layerMajor || plan.micro_batches() <= 1);
   auto made = std::chrono::steady_clock::now();
   std::unique_ptr<StepBackend> backend = kind.make(plan, state, settings);
   int64_t parameters = 0;

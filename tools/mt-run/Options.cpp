@@ -82,6 +82,12 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --lr --beta1 --beta2 --eps --weight-decay X   AdamW (defaults from the plan)
   --no-decay REGEX          parameter names without weight decay
   --grad-clip X             clip the global gradient norm to X
+  --grad-clip-memory held|recompute
+                            held (the default): each gradient waits in host memory until
+                            the global norm is known (4 bytes a parameter); recompute: each
+                            step runs twice on its batch, the first only measuring the norm,
+                            the second updating as gradients land: no gradient held, twice
+                            the device work (one process, layer-major or one micro-batch)
   --warmup STEPS  --schedule constant|cosine  --min-lr X
 )";
 
@@ -246,6 +252,11 @@ Options parseOptions(int argc, char **argv) {
       options.onNonFinite = take();
       if (options.onNonFinite != "stop" && options.onNonFinite != "skip")
         throw UsageError("--on-nonfinite must be stop or skip, got '" + options.onNonFinite + "'");
+    } else if (arg == "--grad-clip-memory") {
+      options.gradClipMemory = take();
+      if (options.gradClipMemory != "held" && options.gradClipMemory != "recompute")
+        throw UsageError("--grad-clip-memory takes held or recompute, not '" +
+                         options.gradClipMemory + "'");
     } else if (auto flag = optimizerFlags().find(arg); flag != optimizerFlags().end()) {
       std::string value = take();
       // A bad value is a usage error now, not after loading the plan: the one setting checked

@@ -45,6 +45,9 @@ struct Options {
   /// --on-nonfinite: a step whose loss or gradient is not finite applies no update; "stop"
   /// then writes a checkpoint and exits nonzero, "skip" counts it and goes on.
   std::string onNonFinite = "stop";
+  /// --grad-clip-memory: "held" (each gradient waits on the host for the global norm) or
+  /// "recompute" (a measuring pass first, no gradient held).
+  std::string gradClipMemory = "held";
   int ranks = 1;
   /// --nproc-per-node: processes (GPUs) of this host; in a child, its rank and NCCL group.
   int processes = 0, processRank = -1;

@@ -182,6 +182,7 @@ int train(const Options &options) {
   }
   settings.steps = options.steps;
   settings.stopOnNonFinite = options.onNonFinite == "stop";
+  settings.clipByMeasuringPass = options.gradClipMemory == "recompute";
   settings.checkpointEvery = options.checkpointEvery;
   settings.checkpoints = checkpoints.get();
   settings.checkpointMemory = options.checkpointMemory;
