@@ -19,10 +19,6 @@ using namespace mt;
 
 namespace {
 
-/// The share of the target's host memory the host state may take: the rest is the system's
-/// and the run's own (data, threads, pinned staging).
-constexpr double kHostShare = 0.9;
-
 /// The layer calls of the training step's forward.
 int64_t layerCount(ModuleOp module) {
   int64_t layers = 0;
@@ -274,6 +270,7 @@ private:
     module->setAttr("mt.micro_batches", b.getI64IntegerAttr(microBatches));
     module->setAttr("mt.accumulation", b.getStringAttr(mode));
     module->setAttr("mt.recompute_interval", b.getI64IntegerAttr(step->recomputeInterval));
+    module->setAttr("mt.gradient_ring_layers", b.getI64IntegerAttr(step->gradientRingLayers));
     module->setAttr("mt.device_memory_budget", b.getF64FloatAttr(schedule ? budget : 0));
     module->setAttr("mt.model_flops", b.getF64FloatAttr(step->flopsPerStep));
     module->setAttr("mt.predicted_step_seconds", b.getF64FloatAttr(step->predictedStepSeconds));

@@ -141,13 +141,16 @@ struct LayerCost {
 class Simulator {
 public:
   Simulator(const DeviceProfile &profile, std::vector<TimelineSlice> &timeline)
-      : profile(profile), timeline(timeline) {}
+      : profile(profile), timeline(&timeline) {}
+
+  /// Records the slices from here on into `other` instead.
+  void record(std::vector<TimelineSlice> &other) { timeline = &other; }
 
   /// Runs `seconds` on `stream` once it is free and `after` has passed; returns the end.
   double run(const std::string &stream, const std::string &name, double seconds, double after) {
     double &free = freeAt[stream];
     double start = std::max(free, after);
-    timeline.push_back({name, stream, start, seconds});
+    timeline->push_back({name, stream, start, seconds});
     free = start + seconds;
     return free;
   }
@@ -161,8 +164,52 @@ public:
   const DeviceProfile &profile;
 
 private:
-  std::vector<TimelineSlice> &timeline;
+  std::vector<TimelineSlice> *timeline;
   std::map<std::string, double> freeAt;
+};
+
+/// The CPU's updates, one at a time as mt-run's worker runs them: of the gradients landed by
+/// the time it is free, the one the next forward reads first.
+class UpdateWorker {
+public:
+  explicit UpdateWorker(Simulator &sim) : sim(sim) {}
+
+  /// Update `id` (its gradient landed at `time`; `need`: its place in the next forward's
+  /// reads) takes `seconds`.
+  void land(int64_t id, int64_t need, double time, double seconds, std::string name) {
+    pending.push_back({need, time, seconds, id, std::move(name)});
+    if (static_cast<int64_t>(ends.size()) <= id)
+      ends.resize(id + 1, -1.0);
+  }
+  /// When update `id` ends, running the worker until it has (every landed one: id < 0).
+  double endOf(int64_t id) {
+    while (!pending.empty() && (id < 0 || ends[id] < 0)) {
+      double at = std::max(
+          free, std::min_element(pending.begin(), pending.end(), [](const Item &a, const Item &b) {
+                  return a.time < b.time;
+                })->time);
+      auto next = pending.end();
+      for (auto it = pending.begin(); it != pending.end(); ++it)
+        if (it->time <= at && (next == pending.end() || it->need < next->need))
+          next = it;
+      free = sim.run("cpu", next->name, next->seconds, at);
+      ends[next->id] = free;
+      pending.erase(next);
+    }
+    return id < 0 ? free : ends[id];
+  }
+
+private:
+  struct Item {
+    int64_t need;
+    double time, seconds;
+    int64_t id;
+    std::string name;
+  };
+  Simulator &sim;
+  std::vector<Item> pending;
+  std::vector<double> ends; // per id: when it ended (-1: not yet)
+  double free = 0;
 };
 
 } // namespace
@@ -303,17 +350,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       weightPasses * 2 * (layerParams + edgeParams) * stream + offloadedCheckpoints;
   estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
   // Beside the fp32 masters, moments and any bf16 copies, pinned host slots for what lands:
-  // each checkpoint, and the fp32 gradients in a ring of three layers' where each update
+  // each checkpoint, and the fp32 gradients in a ring of a few layers' where each update
   // starts as its gradient lands (one run a step; mt-run --grad-clip keeps every gradient,
-  // 4 bytes a parameter more), or every gradient and their sum over several runs a step.
-  int64_t gradientBytes =
-      layerMajor || micro == 1
-          ? std::min(3 * std::max(maxLayerParams, edgeParams), estimate.params) * 4
-          : estimate.params * 8;
-  estimate.hostBytes =
-      estimate.params * (12 + (hostCopies ? 2 : 0)) + gradientBytes + offloadedCheckpoints;
-  estimate.hostBytesPerParam =
-      estimate.params ? static_cast<double>(estimate.hostBytes) / estimate.params : 0;
+  // 4 bytes a parameter more), or every gradient and their sum over several runs a step
+  // (their bytes below, once the ring's depth is chosen).
+  const bool ringed = layerMajor || micro == 1;
 
   // Device memory: the larger of the layer phase and the prologue/epilogue phase.
   int64_t checkpointBuffers =
@@ -344,56 +385,121 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
 
   // The schedule: weights of layer i go to slot i % 2 once compute is done with the layer
   // that used it before; checkpoints go out after each forward and come back before the
-  // backward; each layer's gradients go out, then AdamW updates the layer on the CPU.
-  Simulator sim(profile, estimate.timeline);
+  // backward; each layer's gradients go out, then AdamW updates the layer on the CPU. Where
+  // the gradients land in a ring of `ring` layers (0: every gradient a slot of its own), a
+  // layer's gradients go out only once the update of the layer `ring` landings before is
+  // done (its slot), and the runtime issues nothing further until then. Two steps run, the
+  // second's prefetches waiting for the first's updates (the last updates overlap the next
+  // forward): the step is the second's end less the first's; the timeline is the first's.
   double h2d = profile.h2dBytesPerSecond * profile.duplexFactor;
   double d2h = profile.d2hBytesPerSecond * profile.duplexFactor;
   double edgeSeconds = micro * edge.seconds(profile);
-  double edgeIn = sim.run("h2d", "prefetch prologue/epilogue weights",
-                          weightPasses * edgeParams * stream / h2d, 0);
-  // Prefetch k (forward layers, then backward layers) fills slot k % 2, so it waits until the
-  // command that read prefetch k - 2 is done with that slot.
-  std::vector<double> slotReleased;
-  auto slotFree = [&] {
-    size_t k = slotReleased.size();
-    return k >= 2 ? slotReleased[k - 2] : 0.0;
+  auto simulate = [&](int64_t ring, std::vector<TimelineSlice> &timeline) {
+    std::vector<TimelineSlice> second;
+    Simulator sim(profile, timeline);
+    UpdateWorker worker(sim);
+    // Update ids: step s's layer n is s * (L + 1) + n, its prologue/epilogue s * (L + 1) + L.
+    const int64_t L = static_cast<int64_t>(layers.size());
+    double firstEnd = 0;
+    for (int64_t s = 0; s < 2; ++s) {
+      if (s == 1)
+        sim.record(second);             // the timeline holds the first step
+      int64_t last = (s - 1) * (L + 1); // the previous step's ids (s = 0: none)
+      double edgeIn =
+          sim.run("h2d", "prefetch prologue/epilogue weights",
+                  weightPasses * edgeParams * stream / h2d, s > 0 ? worker.endOf(last + L) : 0.0);
+      // Prefetch k (forward layers, then backward layers) fills slot k % 2, so it waits
+      // until the command that read prefetch k - 2 is done with that slot.
+      std::vector<double> slotReleased;
+      auto slotFree = [&] {
+        size_t k = slotReleased.size();
+        return k >= 2 ? slotReleased[k - 2] : 0.0;
+      };
+      double previous = sim.run("compute", "prologue", edgeSeconds * 0.05, edgeIn);
+      for (int64_t i = 0; i < L; ++i) {
+        const LayerCost &layer = layers[i];
+        double weights = sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
+                                 weightPasses * layer.params * stream / h2d,
+                                 std::max(slotFree(), s > 0 ? worker.endOf(last + i) : 0.0));
+        previous = sim.run("compute", llvm::formatv("forward layer {0}", i),
+                           micro * layer.forward.seconds(profile), std::max(weights, previous));
+        slotReleased.push_back(previous);
+        if (!options.checkpointsOnDevice)
+          sim.run("d2h", llvm::formatv("offload checkpoint {0}", i),
+                  micro * layer.checkpointBytes / d2h, previous);
+      }
+      previous =
+          sim.run("compute", "epilogue, loss and their backward", edgeSeconds * 0.9, previous);
+      for (int64_t n = L; n-- > 0;) {
+        const LayerCost &layer = layers[n];
+        double bytes = weightPasses * layer.params * stream +
+                       (options.checkpointsOnDevice ? 0 : micro * layer.checkpointBytes);
+        double weights = sim.run("h2d", llvm::formatv("prefetch layer {0} and its checkpoint", n),
+                                 bytes / h2d, slotFree());
+        double recompute = interval > 1 ? micro * layer.forward.seconds(profile) : 0;
+        previous = sim.run("compute", llvm::formatv("backward layer {0}", n),
+                           micro * layer.backward.seconds(profile) + recompute,
+                           std::max(weights, previous));
+        slotReleased.push_back(previous);
+        size_t landing = static_cast<size_t>(s * L + (L - 1 - n));
+        if (ring > 0 && landing >= static_cast<size_t>(ring)) {
+          // The slot's last occupant, `ring` landings before, of this step or the last.
+          size_t occupant = landing - ring;
+          int64_t step = static_cast<int64_t>(occupant) / L;
+          int64_t layerOf = L - 1 - static_cast<int64_t>(occupant) % L;
+          previous = std::max(previous, worker.endOf(step * (L + 1) + layerOf));
+        }
+        double grads = sim.run("d2h", llvm::formatv("offload gradients {0}", n),
+                               weightPasses * layer.params * 4.0 / d2h, previous);
+        worker.land(s * (L + 1) + n, n + 1, grads, layer.params / profile.hostAdamParamsPerSecond,
+                    llvm::formatv("AdamW layer {0}", n));
+      }
+      previous = sim.run("compute", "prologue backward", edgeSeconds * 0.05, previous);
+      double edgeGrads = sim.run("d2h", "offload prologue/epilogue gradients",
+                                 weightPasses * edgeParams * 4.0 / d2h, previous);
+      worker.land(s * (L + 1) + L, 0, edgeGrads, edgeParams / profile.hostAdamParamsPerSecond,
+                  "AdamW prologue/epilogue");
+      if (s == 0)
+        firstEnd = std::max(sim.end(), worker.endOf(-1));
+    }
+    return std::max(sim.end(), worker.endOf(-1)) - firstEnd;
   };
-  double previous = sim.run("compute", "prologue", edgeSeconds * 0.05, edgeIn);
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const LayerCost &layer = layers[i];
-    double weights = sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
-                             weightPasses * layer.params * stream / h2d, slotFree());
-    previous = sim.run("compute", llvm::formatv("forward layer {0}", i),
-                       micro * layer.forward.seconds(profile), std::max(weights, previous));
-    slotReleased.push_back(previous);
-    if (!options.checkpointsOnDevice)
-      sim.run("d2h", llvm::formatv("offload checkpoint {0}", i),
-              micro * layer.checkpointBytes / d2h, previous);
+  // The ring's depth: where the CPU's updates fall behind the backward, a full ring makes the
+  // backward wait for them, and the next forward then finds fewer left to overlap. So the
+  // depth (three layers at least) with the fastest predicted step, the shallowest within 1%
+  // of it, up to half the layers (gradients are never held for the whole model) and as deep
+  // as the host's memory allows beside the state and checkpoints.
+  int64_t stateBytes = estimate.params * (12 + (hostCopies ? 2 : 0)) + offloadedCheckpoints;
+  int64_t ringLayerBytes = std::max(maxLayerParams, edgeParams) * 4;
+  int64_t layerCount = static_cast<int64_t>(layers.size());
+  if (ringed) {
+    int64_t deepest = std::max<int64_t>(3, layerCount / 2);
+    double hostRoom = profile.hostMemoryBytes * kHostShare;
+    while (deepest > 3 && hostRoom > 0 &&
+           static_cast<double>(stateBytes + deepest * ringLayerBytes) > hostRoom)
+      --deepest;
+    std::vector<std::pair<int64_t, double>> steps;
+    for (int64_t d = 3; d <= deepest; ++d) {
+      std::vector<TimelineSlice> scratch;
+      steps.push_back({d, simulate(d, scratch)});
+    }
+    double fastest = std::min_element(steps.begin(), steps.end(), [](auto &a, auto &b) {
+                       return a.second < b.second;
+                     })->second;
+    int64_t depth = std::find_if(steps.begin(), steps.end(), [&](auto &step) {
+                      return step.second <= fastest * 1.01;
+                    })->first;
+    estimate.gradientRingLayers =
+        options.gradientRingLayers > 0 ? options.gradientRingLayers : depth;
   }
-  previous = sim.run("compute", "epilogue, loss and their backward", edgeSeconds * 0.9, previous);
-  double adamEnd = 0;
-  for (size_t n = layers.size(); n-- > 0;) {
-    const LayerCost &layer = layers[n];
-    double bytes = weightPasses * layer.params * stream +
-                   (options.checkpointsOnDevice ? 0 : micro * layer.checkpointBytes);
-    double weights = sim.run("h2d", llvm::formatv("prefetch layer {0} and its checkpoint", n),
-                             bytes / h2d, slotFree());
-    double recompute = interval > 1 ? micro * layer.forward.seconds(profile) : 0;
-    previous = sim.run("compute", llvm::formatv("backward layer {0}", n),
-                       micro * layer.backward.seconds(profile) + recompute,
-                       std::max(weights, previous));
-    slotReleased.push_back(previous);
-    double grads = sim.run("d2h", llvm::formatv("offload gradients {0}", n),
-                           weightPasses * layer.params * 4.0 / d2h, previous);
-    adamEnd = sim.run("cpu", llvm::formatv("AdamW layer {0}", n),
-                      layer.params / profile.hostAdamParamsPerSecond, grads);
-  }
-  previous = sim.run("compute", "prologue backward", edgeSeconds * 0.05, previous);
-  double edgeGrads = sim.run("d2h", "offload prologue/epilogue gradients",
-                             weightPasses * edgeParams * 4.0 / d2h, previous);
-  sim.run("cpu", "AdamW prologue/epilogue", edgeParams / profile.hostAdamParamsPerSecond,
-          std::max(edgeGrads, adamEnd));
-  estimate.predictedStepSeconds = sim.end();
+  estimate.predictedStepSeconds =
+      simulate(ringed ? estimate.gradientRingLayers : 0, estimate.timeline);
+  int64_t gradientBytes =
+      ringed ? std::min(estimate.gradientRingLayers * ringLayerBytes, estimate.params * 4)
+             : estimate.params * 8;
+  estimate.hostBytes = stateBytes + gradientBytes;
+  estimate.hostBytesPerParam =
+      estimate.params ? static_cast<double>(estimate.hostBytes) / estimate.params : 0;
   for (const TimelineSlice &slice : estimate.timeline)
     estimate.busySeconds[slice.stream] += slice.seconds;
   return estimate;

@@ -16,6 +16,10 @@
 
 namespace mt {
 
+/// The share of the target's host memory the host state may take: the rest is the system's
+/// and the run's own (data, threads, pinned staging).
+constexpr double kHostShare = 0.9;
+
 struct ScheduleOptions {
   int64_t microBatches = 1;
   /// "auto" (the cost model picks), "layer-major" or "sample-major".
@@ -29,6 +33,8 @@ struct ScheduleOptions {
   bool streamMasters = false;
   /// Layers per checkpoint (mt-recompute's K): blocks of K recompute their forward.
   int64_t recomputeInterval = 1;
+  /// Layers' gradients the host's ring holds (0: the cost model picks).
+  int64_t gradientRingLayers = 0;
 };
 
 /// One command of the predicted step, for timelines.
@@ -51,6 +57,10 @@ struct StepEstimate {
   /// Seconds each resource is busy in the predicted step: h2d, compute, d2h, cpu.
   std::map<std::string, double> busySeconds;
   int64_t recomputeInterval = 1;
+  /// Layers' gradients the host's ring holds where each update starts as its gradient lands:
+  /// the fewest (three at least) at which the backward does not wait for the CPU's updates,
+  /// within the host's memory; 0 where every gradient has a slot (several runs a step).
+  int64_t gradientRingLayers = 0;
   bool streamMasters = false;
   std::string accumulation;
   bool checkpointsOnDevice = false;

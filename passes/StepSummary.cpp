@@ -91,6 +91,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
         busy[stream] = seconds;
       object["busy_seconds"] = std::move(busy);
       object["recompute_interval"] = step->recomputeInterval;
+      object["gradient_ring_layers"] = step->gradientRingLayers;
       object["accumulation"] = step->accumulation;
       object["micro_batches"] = context.microBatches;
       object["checkpoints"] = step->checkpointsOnDevice ? "device" : "host";
@@ -128,8 +129,9 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
       "gradients{3}, checkpoints)\n",
       formatBytes(step->hostBytes), step->hostBytesPerParam,
       step->streamMasters ? "" : ", bf16 copies",
-      step->accumulation == "sample-major" && context.microBatches > 1 ? " and their sum"
-                                                                       : " of three layers");
+      step->gradientRingLayers > 0
+          ? llvm::formatv(" in a ring of {0} layers'", step->gradientRingLayers).str()
+          : std::string(" and their sum"));
   if (weightStream)
     os << "weights     " << weightStream.getValue() << "\n";
   os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",

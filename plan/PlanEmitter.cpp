@@ -312,6 +312,7 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, llvm::StringRef
   plan.set_micro_batches(integer("mt.micro_batches"));
   plan.set_accumulation(accumulation ? accumulation.str() : "");
   plan.set_recompute_interval(integer("mt.recompute_interval"));
+  plan.set_gradient_ring_layers(integer("mt.gradient_ring_layers"));
   plan.set_device_memory_budget(real("mt.device_memory_budget"));
   plan.set_model_flops(real("mt.model_flops"));
   plan.set_predicted_step_seconds(real("mt.predicted_step_seconds"));

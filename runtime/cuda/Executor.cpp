@@ -478,14 +478,15 @@ void Executor::drain() {
 int64_t Executor::placeGradientRing(const std::vector<int> &order,
                                     const std::vector<int64_t> &bytes, int64_t base,
                                     std::vector<int64_t> &hostOffsets) {
-  // Three of the largest layer's gradients: while a layer's land, the two before it are
-  // still being updated.
+  // The plan's depth in the largest layer's gradients (mt-fit-step's, by the cost model: the
+  // layers landed while the CPU still updates earlier ones), three in a plan without one.
+  int64_t depth = plan.gradient_ring_layers() > 0 ? plan.gradient_ring_layers() : 3;
   std::map<int64_t, int64_t> layerBytes;
   for (int id : order)
     layerBytes[plan.parameters(gradientParameter[id]).layer()] += bytes[id];
   int64_t capacity = 0, total = 0;
   for (const auto &layer : layerBytes) {
-    capacity = std::max(capacity, 3 * layer.second);
+    capacity = std::max(capacity, depth * layer.second);
     total += layer.second;
   }
   capacity = std::min(capacity, total); // then each gradient has a slot of its own

@@ -68,6 +68,8 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   options.accumulation = module->getAttrOfType<StringAttr>("mt.accumulation").str();
   options.checkpointsOnDevice = checkpoints == "device";
   options.recomputeInterval = module->getAttrOfType<IntegerAttr>("mt.recompute_interval").getInt();
+  if (auto ring = module->getAttrOfType<IntegerAttr>("mt.gradient_ring_layers"))
+    options.gradientRingLayers = ring.getInt();
   auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
   options.streamMasters = masters && masters.getValue();
   return estimateStep(module, *profile, options);
