@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
+#include <cassert>
 #include <map>
 
 using namespace mlir;
@@ -181,8 +182,10 @@ public:
     if (static_cast<int64_t>(ends.size()) <= id)
       ends.resize(id + 1, -1.0);
   }
-  /// When update `id` ends, running the worker until it has (every landed one: id < 0).
+  /// When update `id` (landed before) ends, running the worker until it has (every landed
+  /// one: id < 0).
   double endOf(int64_t id) {
+    assert(id < static_cast<int64_t>(ends.size()) && "an update that never landed");
     while (!pending.empty() && (id < 0 || ends[id] < 0)) {
       double at = std::max(
           free, std::min_element(pending.begin(), pending.end(), [](const Item &a, const Item &b) {

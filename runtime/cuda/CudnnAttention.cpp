@@ -444,18 +444,21 @@ CudnnAttention::~CudnnAttention() {
 char *CudnnAttention::ownWorkspace(int64_t bytes) {
   if (bytes <= ownCapacity)
     return own;
+  // Refused once, refused for good: no device-wide wait and allocation every call.
+  if (ownRefused > 0 && bytes >= ownRefused)
+    return nullptr;
   // Grown at a shape's first call, so rarely: calls enqueued before may still read the old
-  // region, on whichever stream they ran.
+  // region, on whichever stream they ran. The old region stays where the new is not had.
   if (cudaDeviceSynchronize() != cudaSuccess)
     return nullptr;
-  cudaFree(own);
-  own = nullptr;
-  ownCapacity = 0;
-  if (cudaMalloc(reinterpret_cast<void **>(&own), static_cast<size_t>(bytes)) != cudaSuccess) {
+  char *grown = nullptr;
+  if (cudaMalloc(reinterpret_cast<void **>(&grown), static_cast<size_t>(bytes)) != cudaSuccess) {
     cudaGetLastError(); // the failed allocation is not an error of later calls
-    own = nullptr;
+    ownRefused = ownRefused > 0 ? std::min(ownRefused, bytes) : bytes;
     return nullptr;
   }
+  cudaFree(own);
+  own = grown;
   ownCapacity = bytes;
   return own;
 }

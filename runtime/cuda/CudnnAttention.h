@@ -98,6 +98,7 @@ private:
   int64_t largestWorkspace = 0;
   char *own = nullptr; // grown to the largest call the plan's scratch could not hold
   int64_t ownCapacity = 0;
+  int64_t ownRefused = 0; // the least the device refused (0: none)
   std::string firstDecline;
 };
 

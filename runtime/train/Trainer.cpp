@@ -73,7 +73,10 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     const ParameterState &parameter = state.parameters[p];
     return adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
                        gradients[p], parameter.count, lrAt(step), decays[p].rate, adamw, step,
-                       parameter.streamCopy, clip, decays[p].center, /*guarded=*/gated);
+                       parameter.streamCopy, clip, decays[p].center,
+                       // A measured step's updating run is not the measured one (cuDNN's
+                       // atomic dq differs in its last bits): what is not finite stays out.
+                       /*guarded=*/gated || measuringPass);
   };
   optimizer.measure = [&](int p) { return squaredNorm(gradients[p], counts[p]); };
   optimizer.norm = [](double squares) { return std::sqrt(squares); };
