@@ -3,6 +3,7 @@
 #include "passes/StepCostModel.h"
 
 #include "passes/BufferLiveness.h"
+#include "plan/DeviceLayout.h"
 
 #include "ir/MtOps.h"
 #include "ir/ShapeRules.h"
@@ -475,25 +476,25 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   int64_t stateBytes = estimate.params * (12 + (hostCopies ? 2 : 0)) + offloadedCheckpoints;
   int64_t ringLayerBytes = std::max(maxLayerParams, edgeParams) * 4;
   int64_t layerCount = static_cast<int64_t>(layers.size());
-  if (ringed) {
-    int64_t deepest = std::max<int64_t>(3, layerCount / 2);
+  if (ringed && options.gradientRingLayers > 0) {
+    estimate.gradientRingLayers = options.gradientRingLayers;
+  } else if (ringed) {
+    int64_t deepest = std::max(kLeastGradientRingLayers, layerCount / 2);
     double hostRoom = profile.hostMemoryBytes * kHostShare;
-    while (deepest > 3 && hostRoom > 0 &&
+    while (deepest > kLeastGradientRingLayers && hostRoom > 0 &&
            static_cast<double>(stateBytes + deepest * ringLayerBytes) > hostRoom)
       --deepest;
     std::vector<std::pair<int64_t, double>> steps;
-    for (int64_t d = 3; d <= deepest; ++d) {
+    for (int64_t d = kLeastGradientRingLayers; d <= deepest; ++d) {
       std::vector<TimelineSlice> scratch;
       steps.push_back({d, simulate(d, scratch)});
     }
     double fastest = std::min_element(steps.begin(), steps.end(), [](auto &a, auto &b) {
                        return a.second < b.second;
                      })->second;
-    int64_t depth = std::find_if(steps.begin(), steps.end(), [&](auto &step) {
-                      return step.second <= fastest * 1.01;
-                    })->first;
-    estimate.gradientRingLayers =
-        options.gradientRingLayers > 0 ? options.gradientRingLayers : depth;
+    estimate.gradientRingLayers = std::find_if(steps.begin(), steps.end(), [&](auto &step) {
+                                    return step.second <= fastest * 1.01;
+                                  })->first;
   }
   estimate.predictedStepSeconds =
       simulate(ringed ? estimate.gradientRingLayers : 0, estimate.timeline);

@@ -23,6 +23,10 @@ constexpr int64_t kTokenBytes = 8;
 /// what the kernels use and what the compiler reserves scratch for (passes/DeviceReserve).
 constexpr int64_t kMaxChunks = 256;
 
+/// The fewest layers' gradients the host's ring holds (a layer's land while the two before
+/// it are updated), and what a plan without a depth of its own gets.
+constexpr int64_t kLeastGradientRingLayers = 3;
+
 /// Why `dims` cannot be a tensor's: a negative dimension, or more elements than bytes can
 /// count (at 8 bytes an element); "" when they can. What the importer, the compiler's
 /// --input-shape and the plan loader all refuse.

@@ -479,8 +479,9 @@ int64_t Executor::placeGradientRing(const std::vector<int> &order,
                                     const std::vector<int64_t> &bytes, int64_t base,
                                     std::vector<int64_t> &hostOffsets) {
   // The plan's depth in the largest layer's gradients (mt-fit-step's, by the cost model: the
-  // layers landed while the CPU still updates earlier ones), three in a plan without one.
-  int64_t depth = plan.gradient_ring_layers() > 0 ? plan.gradient_ring_layers() : 3;
+  // layers landed while the CPU still updates earlier ones), the least in a plan without one.
+  int64_t depth =
+      plan.gradient_ring_layers() > 0 ? plan.gradient_ring_layers() : kLeastGradientRingLayers;
   std::map<int64_t, int64_t> layerBytes;
   for (int id : order)
     layerBytes[plan.parameters(gradientParameter[id]).layer()] += bytes[id];
