@@ -312,15 +312,37 @@ void Executor::placeOffloads(Layout &layout) {
   gradientParameter.assign(stepProgram.values_size(), -1);
   for (int p = 0; p < stepProgram.gradients_size(); ++p)
     gradientParameter[stepProgram.gradients(p)] = p;
+  // An offload's gradients cross in the order the next forward reads their parameters: the
+  // last layer's gradients land as the backward ends, and its first-read weights are updated
+  // and uploaded while the others still cross.
+  std::vector<int> need(plan.parameters_size());
+  std::vector<int> order = readOrder();
+  for (size_t i = 0; i < order.size(); ++i)
+    need[order[i]] = static_cast<int>(i);
+  issueOrder.assign(stepProgram.commands_size(), {});
+  for (int c = 0; c < stepProgram.commands_size(); ++c) {
+    const plan::Command &command = stepProgram.commands(c);
+    std::vector<int> &results = issueOrder[c];
+    for (int r = 0; r < command.results_size(); ++r)
+      results.push_back(r);
+    auto rank = [&](int r) {
+      int p = gradientParameter[command.results(r)];
+      return p >= 0 ? need[p] : -1;
+    };
+    if (command.op() == "mt.offload")
+      std::stable_sort(results.begin(), results.end(),
+                       [&](int a, int b) { return rank(a) < rank(b); });
+  }
   const bool ring = options.gradientRing && !options.serialize && !options.collectives;
   int64_t &hostBytes = layout.hostBytes;
   std::vector<int64_t> &hostOffsets = layout.hostOffsets;
   hostOffsets.assign(stepProgram.values_size(), -1);
   std::vector<int> ringOrder; // gradients, in the order they land
   std::vector<int64_t> offloadBytes(stepProgram.values_size(), 0);
-  for (const plan::Command &command : stepProgram.commands())
-    if (command.op() == "mt.offload")
-      for (int r = 0; r < command.results_size(); ++r) {
+  for (int c = 0; c < stepProgram.commands_size(); ++c)
+    if (stepProgram.commands(c).op() == "mt.offload")
+      for (int r : issueOrder[c]) {
+        const plan::Command &command = stepProgram.commands(c);
         int id = command.results(r);
         offloadBytes[id] = alignToDevice(step->values[command.operands(r)].bytes());
         if (ring && gradientParameter[id] >= 0 && hostOffsets[id] < 0) {
@@ -401,15 +423,9 @@ void Executor::bindStep(const Layout &layout) {
                       " is not offloaded to the host in fp32; recompile the plan with this mtc");
     gradients.push_back(reinterpret_cast<float *>(gradient.data));
   }
-  notices.assign(stepProgram.commands_size(), {this, {}});
-  for (int c = 0; c < stepProgram.commands_size(); ++c) {
-    const plan::Command &command = stepProgram.commands(c);
-    if (command.op() == "mt.offload")
-      for (int id : command.results())
-        for (int p = 0; p < stepProgram.gradients_size(); ++p)
-          if (stepProgram.gradients(p) == id)
-            notices[c].parameters.push_back(p);
-  }
+  notices.clear();
+  for (int id = 0; id < stepProgram.values_size(); ++id)
+    notices.push_back({this, gradientParameter[id]});
 }
 
 void Executor::checkStepReads() const {
@@ -507,6 +523,17 @@ int64_t Executor::placeGradientRing(const std::vector<int> &order,
         ringOccupants[gradientParameter[order[i]]].push_back({gradientParameter[order[j]], j < i});
   landedRun.assign(plan.step().gradients_size(), 0);
   return capacity;
+}
+
+void Executor::gradientLanded(void *data) {
+  auto *notice = static_cast<GradientNotice *>(data);
+  Executor &executor = *notice->executor;
+  executor.gradientListener(notice->parameter);
+  if (executor.landedRun.empty()) // no gradient ring: nothing waits for landings
+    return;
+  std::lock_guard<std::mutex> lock(executor.landingMutex);
+  executor.landedRun[notice->parameter] = executor.runs;
+  executor.landing.notify_all();
 }
 
 void Executor::awaitLanding(int p) {
@@ -689,21 +716,6 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     const plan::Command &command = program.commands(c);
     int streamIndex = 0;
     cudaStream_t stream = streamOf(command, &streamIndex);
-    if (parameterAwait) {
-      if (command.op() == "mt.prefetch")
-        for (int operand : command.operands())
-          if (program.values(operand).has_parameter())
-            parameterAwait(program.values(operand).parameter());
-      for (int p : notices[c].parameters) {
-        if (!ringOccupants.empty())
-          for (auto [q, sameStep] : ringOccupants[p]) {
-            if (sameStep)
-              awaitLanding(q);
-            parameterAwait(q);
-          }
-        parameterAwait(p);
-      }
-    }
     if (!options.serialize)
       for (int event : command.waits())
         MT_CUDA_CHECK(cudaStreamWaitEvent(stream, events.at(event)));
@@ -722,6 +734,10 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
           measures.copiedBytes[0] += to.bytes();
           continue;
         }
+        // Each weight crosses once its update has run: the first updated cross while the
+        // worker updates the rest.
+        if (parameterAwait)
+          parameterAwait(source.parameter());
         // With ranks, this rank's shard crosses PCIe and the device gathers the rest.
         Shard shard = shardOf(to.size(), collectives ? collectives->rank() : 0,
                               collectives ? collectives->size() : 1);
@@ -730,8 +746,20 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
           collectives->gather(to.data, to.size(), static_cast<int>(widthOf(to.storage)), stream);
       }
     } else if (command.op() == "mt.offload") {
-      for (int r = 0; r < command.results_size(); ++r) {
+      for (int r : issueOrder[c]) {
         const DeviceTensor &from = values[command.operands(r)];
+        int p = gradientParameter[command.results(r)];
+        // A gradient's host slot is free once the update that read it last has run (and,
+        // in the ring, the gradients of the slots it overlaps have landed and been used).
+        if (parameterAwait && p >= 0) {
+          if (!ringOccupants.empty())
+            for (auto [q, sameStep] : ringOccupants[p]) {
+              if (sameStep)
+                awaitLanding(q);
+              parameterAwait(q);
+            }
+          parameterAwait(p);
+        }
         // With ranks, a gradient is averaged on the device and this rank's shard offloaded.
         Shard shard{0, from.size()};
         if (collectives && gradientParameter[command.results(r)] >= 0) {
@@ -743,6 +771,8 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
                      static_cast<char *>(results[r].data) + shard.begin * width,
                      shard.size() * width, cudaMemcpyDeviceToHost, stream);
         measures.copiedBytes[1] += shard.size() * width;
+        if (gradientListener && p >= 0)
+          MT_CUDA_CHECK(cudaLaunchHostFunc(stream, gradientLanded, &notices[command.results(r)]));
       }
     } else if (command.op() == "mt.call") {
       std::vector<DeviceTensor> arguments;
@@ -756,22 +786,6 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     }
     if (options.timeCommands)
       MT_CUDA_CHECK(cudaEventRecord(clock.commandEnds[c], stream));
-    if (gradientListener && !notices[c].parameters.empty())
-      MT_CUDA_CHECK(cudaLaunchHostFunc(
-          stream,
-          [](void *data) {
-            auto *notice = static_cast<GradientNotice *>(data);
-            Executor &executor = *notice->executor;
-            for (int p : notice->parameters)
-              executor.gradientListener(p);
-            if (executor.landedRun.empty()) // no gradient ring: nothing waits for landings
-              return;
-            std::lock_guard<std::mutex> lock(executor.landingMutex);
-            for (int p : notice->parameters)
-              executor.landedRun[p] = executor.runs;
-            executor.landing.notify_all();
-          },
-          &notices[c]));
     if (command.record() >= 0 && !options.serialize)
       MT_CUDA_CHECK(cudaEventRecord(events.at(command.record()), stream));
   }

@@ -160,6 +160,9 @@ private:
                             int64_t base, std::vector<int64_t> &hostOffsets);
   /// Blocks until parameter `p`'s gradient of this run has landed (throws if the step failed).
   void awaitLanding(int p);
+  /// A CUDA host function after a gradient's offload (`data`: its GradientNotice): hands it
+  /// to the listener and marks it landed.
+  static void gradientLanded(void *data);
   /// Enqueues on `stream` the upload of parameter `p`'s elements [shard) into `slot`: from
   /// the master or the bf16 copy as the slot stores them, or from the master through the
   /// staging buffer, cast on the device, into a bf16 slot the host keeps no copy for.
@@ -211,10 +214,15 @@ private:
   std::unique_ptr<Program> step;
   std::vector<std::unique_ptr<Program>> templates;
   std::vector<float *> gradients;
-  /// Per step command: the parameters whose gradients it offloads (empty for others).
+  /// Per step command, each of its results in the order the executor issues them: an
+  /// offload's gradients in the order the next forward reads their parameters (so that the
+  /// update and upload of the first-needed start while the rest still cross), its other
+  /// results first; every other command's in the plan's order.
+  std::vector<std::vector<int>> issueOrder;
+  /// Per offloaded gradient (by step value id): the notice its landing sends, one parameter's.
   struct GradientNotice {
     Executor *executor;
-    std::vector<int> parameters;
+    int parameter;
   };
   std::vector<GradientNotice> notices;
   /// With the gradient ring: per parameter, those whose host slots its gradient's overlaps
