@@ -139,7 +139,9 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
       }
     }
 
-    // Prologue and epilogue parameters arrive just before their first use.
+    // Prologue and epilogue parameters arrive just before their first use, ahead of the
+    // layers' prefetches issued there for later calls: copies cross in the order the step
+    // reads them (the embedding's table before the first layers' weights, not after them).
     for (ParamOp read : llvm::to_vector(step.getOps<ParamOp>())) {
       llvm::SmallVector<OpOperand *> uses;
       for (OpOperand &use : read->getUses())
@@ -151,7 +153,12 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
       for (OpOperand *use : uses)
         if (use->getOwner()->isBeforeInBlock(first))
           first = use->getOwner();
-      b.setInsertionPoint(first);
+      Operation *at = first;
+      for (auto layerCopy = llvm::dyn_cast_or_null<PrefetchOp>(at->getPrevNode());
+           layerCopy && layerCopy.getLayer() >= 0;
+           layerCopy = llvm::dyn_cast_or_null<PrefetchOp>(at->getPrevNode()))
+        at = layerCopy;
+      b.setInsertionPoint(at);
       auto prefetch = createCopy<PrefetchOp>(b, read.getLoc(), read.getResult(), "weights", -1);
       for (OpOperand *use : uses)
         use->set(prefetch.getResult(0));

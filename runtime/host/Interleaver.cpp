@@ -114,19 +114,26 @@ StepResult<T> Executor<T>::runInterleaved(const std::vector<const T *> &paramete
       }
   };
 
-  // Three adversaries, by seed: any ready stream at random, the copy streams racing ahead of
-  // compute, or compute racing ahead of the copies.
+  // Five adversaries, by seed: any ready stream at random; the copy streams racing ahead of
+  // compute; or compute racing ahead of the copies, with the copy streams at random, d2h
+  // before h2d, or h2d before d2h (so that a missing wait for one copy stream comes out even
+  // where the other's copy, when it runs first, happens to cover it).
   std::mt19937_64 random(seed);
-  int adversary = static_cast<int>(seed % 3);
+  int adversary = static_cast<int>(seed % 5);
   auto priority = [&](const std::string &stream) {
-    bool copy = stream != "compute";
-    return adversary == 0 ? 0 : (adversary == 1) == copy ? 0 : 1;
+    if (adversary == 0)
+      return 0;
+    if (adversary == 1)
+      return stream == "compute" ? 1 : 0;
+    if (stream == "compute")
+      return 0;
+    return adversary == 2 ? 1 : (stream == "d2h") == (adversary == 3) ? 1 : 2;
   };
   std::set<int> recorded;
   while (true) {
     std::vector<std::deque<int> *> ready;
     bool pending = false;
-    int best = 2;
+    int best = 3;
     for (auto &[stream, queue] : queues) {
       if (queue.empty())
         continue;

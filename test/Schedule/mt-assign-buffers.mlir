@@ -15,7 +15,7 @@
 // CHECK: arena {{[0-9]+}} bytes
 
 // IR: func.func @train_step{{.*}} attributes {mt.arena_bytes = {{[0-9]+}} : i64}
-// IR: mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64, mt.offsets = array<i64: 0, 256, 512, 768, 1024, 1280, -1>, mt.sizes = array<i64: 16, 128, 128, 16, 256, 256, 0>}
+// IR: mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64, mt.offsets = array<i64: 256, 512, 768, 1024, 1280, 1536, -1>, mt.sizes = array<i64: 16, 128, 128, 16, 256, 256, 0>}
 // IR: call @layer_0({{.*}}) {mt.layer = 0 : i64, mt.offsets = array<i64: {{[0-9]+}}>, mt.sizes = array<i64: 64>, mt.workspace = array<i64: {{[0-9]+}}, 768>}
 // IR: func.func private @layer_0(
 // IR-NEXT: mt.rms_norm {{.*}} {mt.offsets = array<i64: 0>, mt.sizes = array<i64: 64>}

@@ -7,19 +7,20 @@
 // that each layer's input leaves as a checkpoint once computed and comes back with the
 // weights of its backward; that the last layer keeps its weights for its backward (its
 // forward and backward calls read the same parameters back to back, one prefetch); that
-// prologue/epilogue parameters arrive before their first use; and that every returned
-// gradient leaves with an offload right after it is computed. Every copy's values are read
-// through an await of its token, placed before the first reader: the calls read awaited
-// weights and checkpoints, a checkpoint's prefetch its awaited offload, the return the
-// awaited gradients. Each parameter records the layer of the first weights prefetch that
-// streams it: its block of host memory.
+// prologue/epilogue parameters arrive before their first use, ahead of the layers' weights
+// prefetched there (the table first: copies in the order the step reads them); and that
+// every returned gradient leaves with an offload right after it is computed. Every copy's
+// values are read through an await of its token, placed before the first reader: the calls
+// read awaited weights and checkpoints, a checkpoint's prefetch its awaited offload, the
+// return the awaited gradients. Each parameter records the layer of the first weights
+// prefetch that streams it: its block of host memory.
 // CHECK: mt.parameter @wte : tensor<10x8xf32> {layer = -1 : i64}
 // CHECK: mt.parameter @g0a : tensor<8xf32> {layer = 0 : i64}
 // CHECK: mt.parameter @w22 : tensor<16x8xf32> {layer = 2 : i64}
 // CHECK-LABEL: func.func @train_step
-// CHECK: %[[W0:.*]]:6, %[[T0:.*]] = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
+// CHECK: %[[TABLE:.*]], %[[TT:.*]] = mt.prefetch %{{.*}} {kind = "weights", layer = -1 : i64}
+// CHECK-NEXT: %[[W0:.*]]:6, %[[T0:.*]] = mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
 // CHECK-NEXT: %[[W1:.*]]:6, %[[T1:.*]] = mt.prefetch {{.*}} {kind = "weights", layer = 1 : i64}
-// CHECK-NEXT: %[[TABLE:.*]], %[[TT:.*]] = mt.prefetch %{{.*}} {kind = "weights", layer = -1 : i64}
 // CHECK-NEXT: %[[TABLEA:.*]] = mt.await %[[TABLE]] after %[[TT]]
 // CHECK-NEXT: %[[X0:.*]] = mt.embedding %[[TABLEA]]
 // CHECK-NEXT: %[[C0:.*]], %[[TC0:.*]] = mt.offload %[[X0]] {kind = "checkpoint", layer = 0 : i64}
