@@ -118,12 +118,12 @@ part train-llama-k2-m2-clip-recompute train_both $plans/llama-k2-m2.mtp $plans/l
   20 llama-k2-m2-clip-recompute --grad-clip 0.5 --grad-clip-memory recompute
 part train-llama-s2 train_both $plans/llama-s2.mtp $plans/llama.tokens 10
 # cuDNN's deterministic backward: two runs of the same steps give the same losses and
-# gradient norms (to the 9 digits the metrics keep), with cuDNN running the backward
-# (attention-inner: depth 128, grouped heads, gradients that stay in bf16).
+# gradient norms (to the 9 digits the metrics keep), with cuDNN running the backward (the
+# Llama fixture, whose attention cuDNN serves; a graph without token ids cannot train).
 same_bits() {
   for i in 1 2; do
-    $run $plans/gradients/attention-inner.mtp --init random --seed 1 --steps 5 \
-      --data $plans/gradients/ids.tokens --backend=cuda --attention=cudnn-deterministic \
+    $run $plans/llama.mtp --steps 5 --data $plans/llama.tokens --backend=cuda \
+      --attention=cudnn-deterministic \
       --metrics "$out/same-bits-$i.jsonl" || return 1
   done
   python3 - "$out/same-bits-1.jsonl" "$out/same-bits-2.jsonl" <<'PY'
@@ -255,12 +255,14 @@ steps = [[(s['loss'], s['grad_norm']) for s in map(json.loads, open(f))] for f i
 print(steps[0][-1], steps[1][-1])
 assert steps[0] == steps[1] and len(steps[0]) == 10
 \" $out/llama-masters.jsonl $out/llama-copies.jsonl"
-# The gradient ring (three layers' gradients on the host, each slot reused once its update
-# has run) trains the 20-layer 1.1B model bit for bit as every gradient in a slot of its own
-# does (--grad-clip 1e30: a clip that never clips, whose updates wait for the whole backward).
+# The gradient ring (the plan's depth of layers' gradients on the host, each slot reused once
+# its update has run) trains the 20-layer 1.1B model bit for bit as every gradient in a slot
+# of its own does (--grad-clip 1e30: a clip that never clips, whose updates wait for the whole
+# backward). cuDNN's deterministic backward: the default sums dq with atomics, in any order.
 part gradient-ring bash -c "$run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens \
-  --steps 4 --backend=cuda --metrics $out/ring.jsonl && $run $plans/llama-1b.mtp --init random \
-  --data $plans/llama-1b.tokens --steps 4 --backend=cuda --grad-clip 1e30 --metrics \
+  --steps 4 --backend=cuda --attention=cudnn-deterministic --metrics $out/ring.jsonl && \
+  $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 4 --backend=cuda \
+  --attention=cudnn-deterministic --grad-clip 1e30 --metrics \
   $out/no-ring.jsonl && python3 -c \"
 import json, sys
 steps = [[s['loss'] for s in map(json.loads, open(f))] for f in sys.argv[1:]]
