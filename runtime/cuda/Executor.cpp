@@ -719,8 +719,17 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     if (!options.serialize)
       for (int event : command.waits())
         MT_CUDA_CHECK(cudaStreamWaitEvent(stream, events.at(event)));
-    if (options.timeCommands)
-      MT_CUDA_CHECK(cudaEventRecord(clock.commandStarts[c], stream));
+    // A copy's clock starts at its first copy, once the host has waited for what that copy
+    // needs (an update, a landing): the wait is the CPU's, not the copy stream's.
+    bool started = false;
+    auto startClock = [&] {
+      if (options.timeCommands && !started)
+        MT_CUDA_CHECK(cudaEventRecord(clock.commandStarts[c], stream));
+      started = true;
+    };
+    const bool isCopy = command.op() == "mt.prefetch" || command.op() == "mt.offload";
+    if (!isCopy)
+      startClock();
     std::vector<DeviceTensor> results;
     for (int id : command.results())
       results.push_back(values[id]);
@@ -730,6 +739,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         const DeviceTensor &to = results[r];
         void *from = values[command.operands(r)].data;
         if (!source.has_parameter()) {
+          startClock();
           pinned->copy(to.data, from, to.bytes(), cudaMemcpyHostToDevice, stream);
           measures.copiedBytes[0] += to.bytes();
           continue;
@@ -738,6 +748,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         // worker updates the rest.
         if (parameterAwait)
           parameterAwait(source.parameter());
+        startClock();
         // With ranks, this rank's shard crosses PCIe and the device gathers the rest.
         Shard shard = shardOf(to.size(), collectives ? collectives->rank() : 0,
                               collectives ? collectives->size() : 1);
@@ -760,6 +771,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
             }
           parameterAwait(p);
         }
+        startClock();
         // With ranks, a gradient is averaged on the device and this rank's shard offloaded.
         Shard shard{0, from.size()};
         if (collectives && gradientParameter[command.results(r)] >= 0) {
@@ -784,20 +796,21 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     } else {
       runCommand(command, values, results, stream);
     }
+    startClock(); // a copy of nothing
     if (options.timeCommands)
       MT_CUDA_CHECK(cudaEventRecord(clock.commandEnds[c], stream));
     if (command.record() >= 0 && !options.serialize)
       MT_CUDA_CHECK(cudaEventRecord(events.at(command.record()), stream));
   }
-  // A constant gradient is ready from the start; its update is queued once the step has
-  // issued every upload, so that they read the weights of this step.
-  if (gradientListener)
-    for (int p : constantGradients)
-      gradientListener(p);
   for (int s = 0; s < 3; ++s)
     MT_CUDA_CHECK(cudaEventRecord(clock.streamEnds[s], streams[s]));
   for (int s = 0; s < 3; ++s)
     MT_CUDA_CHECK(cudaStreamSynchronize(streams[s]));
+  // A constant gradient is ready from the start; its update is queued once the step's
+  // uploads have finished, so that none of them reads the weights it writes.
+  if (gradientListener)
+    for (int p : constantGradients)
+      gradientListener(p);
   deviceMemory.scratchUsed = static_cast<int64_t>(scratch->peak());
   deviceMemory.cudnnBeside = cudnn ? cudnn->ownBytes() : 0;
 
