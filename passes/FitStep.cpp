@@ -46,10 +46,10 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
           << weightStream << "'";
       return signalPassFailure();
     }
-    if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0) {
+    if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0 || residentLayers < 0) {
       emitError(module.getLoc(),
-                "mt-fit-step: micro-batches must be at least 1, recompute-interval "
-                "and device-memory at least 0");
+                "mt-fit-step: micro-batches must be at least 1, recompute-interval, "
+                "device-memory and resident-layers at least 0");
       return signalPassFailure();
     }
     std::string error;
@@ -156,6 +156,7 @@ private:
       options.recomputeInterval = k;
       options.checkpointsOnDevice = checkpointsOnDevice.getValue();
       options.overlapOffloads = overlap;
+      options.residentLayers = residentLayers.getValue();
       buildSchedulePassPipeline(pipeline, options);
       FailureOr<ModuleOp> scheduled = tryPipeline(trained, pipeline);
       if (failed(scheduled)) {
@@ -198,6 +199,7 @@ private:
     options.checkpointsOnDevice = checkpointsOnDevice;
     options.recomputeInterval = std::max<int64_t>(k, 1);
     options.streamMasters = streamMasters;
+    options.residentLayers = residentLayers;
     return options;
   }
 
@@ -271,6 +273,7 @@ private:
     module->setAttr("mt.accumulation", b.getStringAttr(mode));
     module->setAttr("mt.recompute_interval", b.getI64IntegerAttr(step->recomputeInterval));
     module->setAttr("mt.gradient_ring_layers", b.getI64IntegerAttr(step->gradientRingLayers));
+    module->setAttr("mt.resident_layers", b.getI64IntegerAttr(step->residentLayers));
     module->setAttr("mt.device_memory_budget", b.getF64FloatAttr(schedule ? budget : 0));
     module->setAttr("mt.model_flops", b.getF64FloatAttr(step->flopsPerStep));
     module->setAttr("mt.predicted_step_seconds", b.getF64FloatAttr(step->predictedStepSeconds));

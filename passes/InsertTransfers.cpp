@@ -98,6 +98,24 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
         groups.emplace_back();
       groups.back().push_back(call);
     }
+    // The last `residentLayers` parameter sets the step reads (its last layers' weights)
+    // stay on the device from their first prefetch to their last reader (the recomputation
+    // and backward of those layers): one crossing a step instead of two, for their bytes of
+    // device memory.
+    if (residentLayers < 0) {
+      getOperation().emitError("mt-insert-transfers: resident-layers must be >= 0, got ")
+          << residentLayers.getValue();
+      return signalPassFailure();
+    }
+    llvm::SmallVector<llvm::SmallVector<Value>> readOrder;
+    for (auto &group : groups)
+      if (llvm::SmallVector<Value> weights = parametersOf(group.front());
+          !weights.empty() && !llvm::is_contained(readOrder, weights))
+        readOrder.push_back(weights);
+    llvm::SmallVector<std::pair<llvm::SmallVector<Value>, PrefetchOp>> resident;
+    for (size_t i = readOrder.size() - std::min<size_t>(residentLayers, readOrder.size());
+         i < readOrder.size(); ++i)
+      resident.push_back({readOrder[i], PrefetchOp()});
     llvm::DenseMap<Value, Value> reloaded;
     for (auto [g, group] : llvm::enumerate(groups)) {
       Operation *anchor = g >= static_cast<size_t>(lookahead)
@@ -116,9 +134,15 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
       };
       llvm::SmallVector<Value> weights = parametersOf(group.front());
       if (!weights.empty()) {
-        placeAfter(weights.front());
-        auto prefetch =
-            createCopy<PrefetchOp>(b, group.front().getLoc(), weights, "weights", layerOf(group.front()));
+        auto kept = llvm::find_if(resident, [&](auto &set) { return set.first == weights; });
+        PrefetchOp prefetch = kept != resident.end() ? kept->second : PrefetchOp();
+        if (!prefetch) {
+          placeAfter(weights.front());
+          prefetch = createCopy<PrefetchOp>(b, group.front().getLoc(), weights, "weights",
+                                            layerOf(group.front()));
+          if (kept != resident.end())
+            kept->second = prefetch;
+        }
         for (func::CallOp call : group)
           for (OpOperand &operand : call->getOpOperands())
             if (auto it = llvm::find(weights, operand.get()); it != weights.end())

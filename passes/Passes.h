@@ -51,6 +51,10 @@ struct SchedulePipelineOptions : mlir::PassPipelineOptions<SchedulePipelineOptio
       *this, "overlap-offloads",
       llvm::cl::desc("Keep a tensor an offload reads until the next offload (mt-assign-buffers)"),
       llvm::cl::init(true)};
+  Option<int64_t> residentLayers{
+      *this, "resident-layers",
+      llvm::cl::desc("The last layers whose weights stay on the device from forward to backward"),
+      llvm::cl::init(0)};
 };
 
 /// Turns the training step into the MegaTrain schedule: copies, buffers, streams

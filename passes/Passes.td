@@ -235,7 +235,10 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
     parameters (a layer's micro-batches, the last layer's forward and backward) share one
     prefetch; every parameter gradient the step
     returns leaves with an `mt.offload` right after it is computed; prologue and epilogue
-    parameters are prefetched just before their first use. Each copy yields a token, and
+    parameters are prefetched just before their first use; with `resident-layers` N, the
+    last N layers' weights stay on the device from their forward prefetch to their backward
+    (no second prefetch: fewer bytes over PCIe and through host memory, N layers' weights of
+    device memory more). Each copy yields a token, and
     its values are read through an `mt.await` of that token placed before their first
     reader: the calls read awaited weights and checkpoints, a checkpoint's prefetch its
     awaited offload, the step's return the awaited gradients.
@@ -246,6 +249,8 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
            "How many calls ahead a layer's weights are prefetched (2: double buffering)">,
     Option<"checkpointsOnDevice", "checkpoints-on-device", "bool", "false",
            "Keep layer inputs on the device instead of offloading them">,
+    Option<"residentLayers", "resident-layers", "int64_t", "0",
+           "The last layers whose weights stay on the device from forward to backward">,
   ];
 }
 
@@ -305,7 +310,8 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     K = 1, 2, 4, ... up to the layer count with checkpoints on the device. Each try runs on a
     copy nested in the module, which the chosen one replaces. The module then records what
     was chosen and what the cost model predicts for `target` (`mt.micro_batches`,
-    `mt.accumulation`, `mt.recompute_interval`, `mt.device_memory_budget` (0: not scheduled),
+    `mt.accumulation`, `mt.recompute_interval`, `mt.gradient_ring_layers`,
+    `mt.resident_layers`, `mt.device_memory_budget` (0: not scheduled),
     `mt.model_flops`, `mt.predicted_step_seconds`), which the plan carries. When no plan
     fits, the error gives the smallest plan's bytes and what its largest phase holds.
 
@@ -315,7 +321,8 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     `auto` the masters where the cost model predicts a step at most 2% slower (where PCIe
     has room: wide layers, many tokens a step), and where the staging buffer fits. With fp32
     device floats the slots read the masters anyway. The module records the choice
-    (`mt.stream_masters`) and why (`mt.weight_stream`).
+    (`mt.stream_masters`) and why (`mt.weight_stream`). `resident-layers` goes to
+    mt-insert-transfers as it is: the device memory it takes counts against the budget.
   }];
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
   let options = [
@@ -336,6 +343,8 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
            "The device profile: h200, or a JSON profile from mt-run --calibrate">,
     Option<"weightStream", "weight-stream", "std::string", "\"auto\"",
            "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
+    Option<"residentLayers", "resident-layers", "int64_t", "0",
+           "The last layers whose weights stay on the device from forward to backward">,
   ];
 }
 

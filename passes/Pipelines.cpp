@@ -70,6 +70,7 @@ void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions 
   InsertTransfersPassOptions transfers;
   transfers.lookahead = options.lookahead;
   transfers.checkpointsOnDevice = options.checkpointsOnDevice;
+  transfers.residentLayers = options.residentLayers;
   pm.addPass(createInsertTransfersPass(transfers));
   // Offsets next, by the liveness the copies created; the streams pass orders every reuse of
   // a buffer after the last use of its previous tensor, so it needs the offsets.

@@ -348,10 +348,27 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     maxCheckpoint = std::max(maxCheckpoint, layer.checkpointBytes);
     maxBackwardActivations = std::max(maxBackwardActivations, layer.backward.activationBytes);
   }
+  // The last `resident` layers' weights cross once a step: they stay on the device for the
+  // backward. The last layer's always do: its forward and backward calls are adjacent and
+  // share one prefetch.
+  const int64_t layerTotal = static_cast<int64_t>(layers.size());
+  estimate.residentLayers = std::clamp<int64_t>(options.residentLayers, 0, layerTotal);
+  const int64_t resident =
+      std::min<int64_t>(std::max<int64_t>(options.residentLayers, 1), layerTotal);
+  auto isResident = [&](size_t i) { return i + resident >= layers.size(); };
+  // Their weights cross once; all but the last layer's (which holds a slot throughout) take
+  // device memory beside the two slots.
+  int64_t residentParams = 0, residentBeside = 0;
+  for (auto [i, layer] : llvm::enumerate(layers))
+    if (isResident(i)) {
+      residentParams += layer.params;
+      residentBeside += i + 1 < layers.size() ? layer.params : 0;
+    }
   int64_t weightPasses = layerMajor ? 1 : micro;
   int64_t offloadedCheckpoints = options.checkpointsOnDevice ? 0 : checkpoints * micro;
   estimate.h2dBytesPerStep =
-      weightPasses * 2 * (layerParams + edgeParams) * stream + offloadedCheckpoints;
+      weightPasses * (2 * (layerParams + edgeParams) - residentParams) * stream +
+      offloadedCheckpoints;
   estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
   // Beside the fp32 masters, moments and any bf16 copies, pinned host slots for what lands:
   // each checkpoint, and the fp32 gradients in a ring of a few layers' where each update
@@ -363,13 +380,14 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // Device memory: the larger of the layer phase and the prologue/epilogue phase.
   int64_t checkpointBuffers =
       options.checkpointsOnDevice ? checkpoints * micro : 2 * maxCheckpoint * micro;
-  int64_t layerPhase = 2 * maxLayerParams * slot + 2 * maxLayerParams * 4 + maxBackwardActivations +
-                       checkpointBuffers;
+  int64_t layerPhase = 2 * maxLayerParams * slot + residentBeside * slot + 2 * maxLayerParams * 4 +
+                       maxBackwardActivations + checkpointBuffers;
   int64_t edgePhase = edgeParams * (slot + 4) + edge.activationBytes + checkpointBuffers;
   estimate.peakDeviceBytes = std::max(layerPhase, edgePhase);
   estimate.peakBreakdown =
       layerPhase >= edgePhase
           ? "layers: weight slots " + formatBytes(2 * maxLayerParams * slot) +
+                (residentBeside ? ", resident weights " + formatBytes(residentBeside * slot) : "") +
                 ", gradient staging " + formatBytes(2 * maxLayerParams * 4) +
                 ", activations of one layer's backward " + formatBytes(maxBackwardActivations) +
                 ", checkpoints " + formatBytes(checkpointBuffers)
@@ -436,7 +454,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
           sim.run("compute", "epilogue, loss and their backward", edgeSeconds * 0.9, previous);
       for (int64_t n = L; n-- > 0;) {
         const LayerCost &layer = layers[n];
-        double bytes = weightPasses * layer.params * stream +
+        double bytes = (isResident(n) ? 0 : weightPasses * layer.params * stream) +
                        (options.checkpointsOnDevice ? 0 : micro * layer.checkpointBytes);
         double weights = sim.run("h2d", llvm::formatv("prefetch layer {0} and its checkpoint", n),
                                  bytes / h2d, slotFree());

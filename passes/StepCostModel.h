@@ -35,6 +35,10 @@ struct ScheduleOptions {
   int64_t recomputeInterval = 1;
   /// Layers' gradients the host's ring holds (0: the cost model picks).
   int64_t gradientRingLayers = 0;
+  /// The last layers whose weights stay on the device from forward to backward
+  /// (mt-insert-transfers' resident-layers): their backward prefetch moves the checkpoint
+  /// alone, and their weights stay in device memory beside the two slots.
+  int64_t residentLayers = 0;
 };
 
 /// One command of the predicted step, for timelines.
@@ -64,6 +68,7 @@ struct StepEstimate {
   bool streamMasters = false;
   std::string accumulation;
   bool checkpointsOnDevice = false;
+  int64_t residentLayers = 0;
   std::vector<TimelineSlice> timeline;
 };
 

@@ -92,6 +92,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
       object["busy_seconds"] = std::move(busy);
       object["recompute_interval"] = step->recomputeInterval;
       object["gradient_ring_layers"] = step->gradientRingLayers;
+      object["resident_layers"] = step->residentLayers;
       object["accumulation"] = step->accumulation;
       object["micro_batches"] = context.microBatches;
       object["checkpoints"] = step->checkpointsOnDevice ? "device" : "host";
@@ -117,9 +118,15 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
   if (!step)
     return;
   os << llvm::formatv("layers      {0} in {1} template(s), recompute every {2}, {3} "
-                      "accumulation, checkpoints on the {4}\n",
+                      "accumulation, checkpoints on the {4}{5}\n",
                       step->layers, step->templates, step->recomputeInterval, step->accumulation,
-                      step->checkpointsOnDevice ? "device" : "host");
+                      step->checkpointsOnDevice ? "device" : "host",
+                      step->residentLayers > 0
+                          ? llvm::formatv(", the last {0} layers' weights resident from "
+                                          "forward to backward",
+                                          step->residentLayers)
+                                .str()
+                          : std::string());
   os << "device      peak " << formatBytes(step->peakDeviceBytes)
      << " (the plan's arena, kernel scratch, cuBLASLt workspace, inputs and constants; the "
         "cost model's largest phase: "

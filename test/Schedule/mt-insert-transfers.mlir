@@ -62,3 +62,19 @@
 // DEVICE-LABEL: func.func @train_step
 // DEVICE-NOT: kind = "checkpoint"
 // DEVICE: return
+
+// RUN: mt-opt %S/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train, mt-insert-transfers{resident-layers=2})' | FileCheck %s --check-prefix=RESIDENT
+// RUN: mt-opt %S/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train, mt-insert-transfers{resident-layers=2})' | FileCheck %s --check-prefix=LAYER0
+// RUN: not mt-opt %S/Inputs/three-layers.mlir --pass-pipeline='builtin.module(mt-train, mt-insert-transfers{resident-layers=-1})' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+
+// Tests that with resident-layers 2 the last two layers' backward calls read the weights
+// their forward prefetched (one prefetch a step each), while layer 0's come back again.
+// RESIDENT-LABEL: func.func @train_step
+// RESIDENT: %[[W1:.*]]:6, %{{.*}} = mt.prefetch {{.*}} {kind = "weights", layer = 1 : i64}
+// RESIDENT-NOT: {kind = "weights", layer = 1 : i64}
+// RESIDENT: %[[A1:.*]]:6 = mt.await %[[W1]]#0,
+// RESIDENT-NOT: {kind = "weights", layer = 1 : i64}
+// RESIDENT: call @layer_0_bwd({{.*}}, %[[A1]]#0, {{.*}}) {mt.layer = 1 : i64}
+// LAYER0-COUNT-2: mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
+// LAYER0-NOT: {kind = "weights", layer = 0 : i64}
+// NEGATIVE: mt-insert-transfers: resident-layers must be >= 0, got -1

@@ -70,6 +70,8 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   options.recomputeInterval = module->getAttrOfType<IntegerAttr>("mt.recompute_interval").getInt();
   if (auto ring = module->getAttrOfType<IntegerAttr>("mt.gradient_ring_layers"))
     options.gradientRingLayers = ring.getInt();
+  if (auto resident = module->getAttrOfType<IntegerAttr>("mt.resident_layers"))
+    options.residentLayers = resident.getInt();
   auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
   options.streamMasters = masters && masters.getValue();
   return estimateStep(module, *profile, options);
@@ -133,6 +135,7 @@ int compilerMain(int argc, char **argv) {
     fit.deviceMemory = *budget;
     fit.target = target;
     fit.weightStream = streamWeights;
+    fit.residentLayers = residentLayers;
     pm.addPass(createFitStepPass(fit));
   }
   std::string pipeline;

@@ -87,6 +87,13 @@ llvm::cl::opt<int64_t> recomputeInterval(
                    "the device memory)"),
     llvm::cl::init(0), llvm::cl::cat(category));
 
+llvm::cl::opt<int64_t> residentLayers(
+    "resident-layers",
+    llvm::cl::desc("The last N layers keep their weights on the device from their forward to "
+                   "their backward: one crossing a step instead of two, for N layers' weights "
+                   "of device memory (default 0: only the last layer's)"),
+    llvm::cl::init(0), llvm::cl::cat(category));
+
 llvm::cl::opt<bool>
     schedule("schedule",
              llvm::cl::desc("Schedule the step: copies, device buffers, streams (default on)"),
@@ -144,6 +151,10 @@ LogicalResult checkScheduleOptions() {
   }
   if (microBatches < 1) {
     llvm::errs() << "mtc: --micro-batches must be at least 1\n";
+    return failure();
+  }
+  if (residentLayers < 0) {
+    llvm::errs() << "mtc: --resident-layers must be at least 0, got " << residentLayers << "\n";
     return failure();
   }
   std::string error;
