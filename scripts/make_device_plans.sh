@@ -182,6 +182,10 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
         --accumulation layer-major \
         -o "$out/perf-$name-$((8 * micro)).mtp"
     done
+    # Every layer's weights resident from forward to backward: the 8-sequence rows, whose
+    # step is the host memory's, with a crossing a step less.
+    "$mtc" "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --resident-layers $layers \
+      -o "$out/perf-$name-8r.mtp"
     rm "$out/perf-$name.onnx"
   done
   /usr/bin/python3 -c "
