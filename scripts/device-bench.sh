@@ -9,7 +9,8 @@
 # BENCH_STEPS sets mt's steps a row (default 5; the first is left out of the medians); MT_RUN
 # another mt-run (a build before a change, carried beside, for the same rows in one call);
 # MT_ARGS more of mt-run's flags (e.g. --attention=own, mt's attention kernels against cuDNN's);
-# BENCH_PEER_KINDS (a regex over gpu and fsdpf) a subset of the peers.
+# BENCH_PEER_KINDS (a regex over gpu and fsdpf) a subset of the peers; BENCH_TRACE (a regex
+# over row names) writes those rows' last step as trace-ROW.json into bench.tar.gz.
 set -uo pipefail
 final="${OUT:-/tmp/mt-device-bench}"
 out=$(mktemp -d)
@@ -37,9 +38,11 @@ for row in "${rows[@]}"; do
   [[ "$name" =~ ${BENCH_ROWS:-.} ]] || continue
   echo "== mt $name"
   cp "$out/calibrated.json" "$out/profile-$name.json"
+  trace=()
+  [[ -n "${BENCH_TRACE:-}" && "$name" =~ $BENCH_TRACE ]] && trace=(--trace "$out/trace-$name.json")
   $run $plans/$plan.mtp --init random --data $plans/perf.tokens --steps "$steps" --lr 1e-4 \
     --backend=cuda --profile --profile-into "$out/profile-$name.json" \
-    --metrics "$out/mt-$name.jsonl" ${MT_ARGS:-} >"$out/mt-$name.txt" 2>&1
+    --metrics "$out/mt-$name.jsonl" "${trace[@]}" ${MT_ARGS:-} >"$out/mt-$name.txt" 2>&1
   echo "-- mt $name: rc $?"
   grep -E "^attention +\||cuDNN declines" "$out/mt-$name.txt" | head -3
   tail -n 14 "$out/mt-$name.txt"
