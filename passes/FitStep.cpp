@@ -49,7 +49,9 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
     if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0 || residentLayers < 0) {
       emitError(module.getLoc(),
                 "mt-fit-step: micro-batches must be at least 1, recompute-interval, "
-                "device-memory and resident-layers at least 0");
+                "device-memory and resident-layers at least 0; got ")
+          << microBatches.getValue() << ", " << recomputeInterval.getValue() << ", "
+          << deviceMemory.getValue() << " and " << residentLayers.getValue();
       return signalPassFailure();
     }
     std::string error;

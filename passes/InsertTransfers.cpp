@@ -41,6 +41,11 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
   using InsertTransfersPassBase::InsertTransfersPassBase;
 
   void runOnOperation() override {
+    if (residentLayers < 0) {
+      getOperation().emitError("mt-insert-transfers: resident-layers must be at least 0, got ")
+          << residentLayers.getValue();
+      return signalPassFailure();
+    }
     auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
     if (!step) {
       getOperation().emitError("mt-insert-transfers needs @train_step; run mt-train first");
@@ -102,11 +107,6 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
     // stay on the device from their first prefetch to their last reader (the recomputation
     // and backward of those layers): one crossing a step instead of two, for their bytes of
     // device memory.
-    if (residentLayers < 0) {
-      getOperation().emitError("mt-insert-transfers: resident-layers must be >= 0, got ")
-          << residentLayers.getValue();
-      return signalPassFailure();
-    }
     llvm::SmallVector<llvm::SmallVector<Value>> readOrder;
     for (auto &group : groups)
       if (llvm::SmallVector<Value> weights = parametersOf(group.front());

@@ -232,16 +232,17 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
     device at once: double buffering); each layer's input goes to host memory with an
     `mt.offload` as soon as it is computed and comes back when the weights of the layer's
     backward do (unless checkpoints stay on the device); consecutive calls that read the same
-    parameters (a layer's micro-batches, the last layer's forward and backward) share one
-    prefetch; every parameter gradient the step
-    returns leaves with an `mt.offload` right after it is computed; prologue and epilogue
-    parameters are prefetched just before their first use; with `resident-layers` N, the
-    last N layers' weights stay on the device from their forward prefetch to their backward
-    (no second prefetch: fewer bytes over PCIe and through host memory, N layers' weights of
-    device memory more). Each copy yields a token, and
-    its values are read through an `mt.await` of that token placed before their first
-    reader: the calls read awaited weights and checkpoints, a checkpoint's prefetch its
-    awaited offload, the step's return the awaited gradients.
+    parameters (a layer's micro-batches, the last layer's forward and backward where no
+    recomputation comes between them) share one prefetch; with `resident-layers` N, the last
+    N layers' weights stay on the device from their forward's prefetch to their backward (one
+    crossing a step instead of two or three: fewer bytes over PCIe and through host memory,
+    for N layers' weights of device memory); every parameter gradient the step returns leaves
+    with an `mt.offload` right after it is computed; prologue and epilogue parameters are
+    prefetched just before their first use, ahead of the layers' prefetches placed there
+    (copies cross in the order the step reads them). Each copy yields a token, and its values
+    are read through an `mt.await` of that token placed before their first reader: the calls
+    read awaited weights and checkpoints, a checkpoint's prefetch its awaited offload, the
+    step's return the awaited gradients.
   }];
   let dependentDialects = ["mt::MTDialect"];
   let options = [

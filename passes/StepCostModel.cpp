@@ -337,38 +337,42 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   int64_t stream = options.streamMasters ? 4 : slot;
   bool hostCopies = stream != 4;
   estimate.streamMasters = !hostCopies;
-  int64_t layerParams = 0, checkpoints = 0, maxLayerParams = 0, maxCheckpoint = 0;
+  int64_t checkpoints = 0, maxLayerParams = 0, maxCheckpoint = 0;
   int64_t maxBackwardActivations = 0;
   for (auto [i, layer] : llvm::enumerate(layers)) {
     // Only every K-th layer's input is kept for the backward.
     if (i % interval == 0)
       checkpoints += layer.checkpointBytes;
-    layerParams += layer.params;
     maxLayerParams = std::max(maxLayerParams, layer.params);
     maxCheckpoint = std::max(maxCheckpoint, layer.checkpointBytes);
     maxBackwardActivations = std::max(maxBackwardActivations, layer.backward.activationBytes);
   }
-  // The last `resident` layers' weights cross once a step: they stay on the device for the
-  // backward. The last layer's always do: its forward and backward calls are adjacent and
-  // share one prefetch.
-  const int64_t layerTotal = static_cast<int64_t>(layers.size());
-  estimate.residentLayers = std::clamp<int64_t>(options.residentLayers, 0, layerTotal);
-  const int64_t resident =
-      std::min<int64_t>(std::max<int64_t>(options.residentLayers, 1), layerTotal);
-  auto isResident = [&](size_t i) { return i + resident >= layers.size(); };
-  // Their weights cross once; all but the last layer's (which holds a slot throughout) take
-  // device memory beside the two slots.
-  int64_t residentParams = 0, residentBeside = 0;
-  for (auto [i, layer] : llvm::enumerate(layers))
-    if (isResident(i)) {
-      residentParams += layer.params;
-      residentBeside += i + 1 < layers.size() ? layer.params : 0;
-    }
+  // Recompute: in a block of K, the forward of all but the last layer runs a second time.
+  auto recomputed = [&](size_t i) {
+    return (i % interval) != static_cast<size_t>(interval - 1) && i + 1 < layers.size();
+  };
+  // A layer's weights cross for its forward, then again for its recomputation and for its
+  // backward, unless they stay on the device: the last `residentLayers` layers'
+  // (mt-insert-transfers' resident-layers), and the last layer's where its forward and
+  // backward calls meet (a last block of one layer) and share one prefetch.
+  estimate.residentLayers =
+      std::clamp<int64_t>(options.residentLayers, 0, static_cast<int64_t>(layers.size()));
+  auto stays = [&](size_t i) {
+    bool meets = i + 1 == layers.size() && i % interval == 0;
+    return meets || i + estimate.residentLayers >= layers.size();
+  };
+  auto laterCrossings = [&](size_t i) -> int64_t { return stays(i) ? 0 : recomputed(i) ? 2 : 1; };
+  // What stays takes device memory beside the two slots, but for the last layer's weights,
+  // which hold a slot throughout.
+  int64_t crossingParams = edgeParams * 2, residentBeside = 0;
+  for (auto [i, layer] : llvm::enumerate(layers)) {
+    crossingParams += layer.params * (1 + laterCrossings(i));
+    if (stays(i) && i + 1 < layers.size())
+      residentBeside += layer.params;
+  }
   int64_t weightPasses = layerMajor ? 1 : micro;
   int64_t offloadedCheckpoints = options.checkpointsOnDevice ? 0 : checkpoints * micro;
-  estimate.h2dBytesPerStep =
-      weightPasses * (2 * (layerParams + edgeParams) - residentParams) * stream +
-      offloadedCheckpoints;
+  estimate.h2dBytesPerStep = weightPasses * crossingParams * stream + offloadedCheckpoints;
   estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
   // Beside the fp32 masters, moments and any bf16 copies, pinned host slots for what lands:
   // each checkpoint, and the fp32 gradients in a ring of a few layers' where each update
@@ -396,10 +400,6 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
                 formatBytes(checkpointBuffers);
 
   estimate.flopsPerStep = micro * (6.0 * matmulParams * tokens + attentionTerm);
-  // Recompute: in a block of K, the forward of all but the last layer runs a second time.
-  auto recomputed = [&](size_t i) {
-    return (i % interval) != static_cast<size_t>(interval - 1) && i + 1 < layers.size();
-  };
   double executed = edge.flops();
   for (auto [i, layer] : llvm::enumerate(layers))
     executed += layer.forward.flops() * (recomputed(i) ? 2 : 1) + layer.backward.flops();
@@ -454,7 +454,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
           sim.run("compute", "epilogue, loss and their backward", edgeSeconds * 0.9, previous);
       for (int64_t n = L; n-- > 0;) {
         const LayerCost &layer = layers[n];
-        double bytes = (isResident(n) ? 0 : weightPasses * layer.params * stream) +
+        double bytes = weightPasses * laterCrossings(n) * layer.params * stream +
                        (options.checkpointsOnDevice ? 0 : micro * layer.checkpointBytes);
         double weights = sim.run("h2d", llvm::formatv("prefetch layer {0} and its checkpoint", n),
                                  bytes / h2d, slotFree());

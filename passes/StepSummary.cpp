@@ -121,7 +121,9 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
                       "accumulation, checkpoints on the {4}{5}\n",
                       step->layers, step->templates, step->recomputeInterval, step->accumulation,
                       step->checkpointsOnDevice ? "device" : "host",
-                      step->residentLayers > 0
+                      step->residentLayers == 1 ? ", the last layer's weights resident from "
+                                                  "forward to backward"
+                      : step->residentLayers > 1
                           ? llvm::formatv(", the last {0} layers' weights resident from "
                                           "forward to backward",
                                           step->residentLayers)

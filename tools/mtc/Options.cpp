@@ -91,7 +91,8 @@ llvm::cl::opt<int64_t> residentLayers(
     "resident-layers",
     llvm::cl::desc("The last N layers keep their weights on the device from their forward to "
                    "their backward: one crossing a step instead of two, for N layers' weights "
-                   "of device memory (default 0: only the last layer's)"),
+                   "of device memory (default 0: none but the last layer's where its forward "
+                   "and backward calls meet)"),
     llvm::cl::init(0), llvm::cl::cat(category));
 
 llvm::cl::opt<bool>
