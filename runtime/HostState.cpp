@@ -45,18 +45,6 @@ void drawPair(uint64_t key, int64_t j, float &even, float &odd) {
 constexpr int64_t kPage = 4096;
 constexpr int64_t kHugePage = 2 << 20;
 
-/// `bytes` of host memory for a layer's state. A block of whole 2 MiB pages asks the kernel for
-/// transparent huge pages: a 3.82B model's 51 GB is then 25 thousand pages to fault in and to pin
-/// for the device instead of 12 million (a hint; where huge pages are off, 4 KiB pages as before).
-char *allocateBlock(int64_t bytes) {
-  int64_t align = bytes >= kHugePage ? kHugePage : kPage;
-  int64_t rounded = (std::max<int64_t>(bytes, 1) + align - 1) / align * align;
-  char *block = static_cast<char *>(std::aligned_alloc(align, rounded));
-  if (block && align == kHugePage)
-    madvise(block, rounded, MADV_HUGEPAGE);
-  return block;
-}
-
 /// Bytes of host state for `held` masters (with their bf16 copies when `streamCopy`) and the
 /// moments of `owned` parameters: a layer block's, or the whole state's.
 int64_t stateBytes(int64_t held, int64_t owned, bool streamCopy) {
@@ -84,6 +72,15 @@ void checkHostMemory(const std::vector<ParameterState> &parameters, bool streamC
 }
 
 } // namespace
+
+char *allocateHostBlock(int64_t bytes) {
+  int64_t align = bytes >= kHugePage ? kHugePage : kPage;
+  int64_t rounded = (std::max<int64_t>(bytes, 1) + align - 1) / align * align;
+  char *block = static_cast<char *>(std::aligned_alloc(align, rounded));
+  if (block && align == kHugePage)
+    madvise(block, rounded, MADV_HUGEPAGE);
+  return block;
+}
 
 int64_t availableHostBytes() {
   std::ifstream meminfo("/proc/meminfo");
@@ -129,7 +126,7 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
       owned += parameters[order[last]].owned.size();
     }
     int64_t bytes = stateBytes(elements, owned, streamCopy);
-    char *block = allocateBlock(bytes);
+    char *block = allocateHostBlock(bytes);
     if (!block)
       throw std::runtime_error("cannot allocate " + std::to_string(bytes) +
                                " bytes of host state for layer " +

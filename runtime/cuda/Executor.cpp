@@ -383,7 +383,7 @@ void Executor::placeOffloads(Layout &layout) {
                                  "--grad-clip-memory=recompute holds none"
                                : ""));
   }
-  hostPool.reset(static_cast<char *>(std::aligned_alloc(kPage, layout.hostPoolBytes)));
+  hostPool.reset(allocateHostBlock(layout.hostPoolBytes));
   if (!hostPool)
     throw CudaError("cannot allocate " + std::to_string(hostBytes) +
                     " bytes of host memory for offloaded checkpoints and gradients");
