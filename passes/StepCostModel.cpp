@@ -347,6 +347,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     maxCheckpoint = std::max(maxCheckpoint, layer.checkpointBytes);
     maxBackwardActivations = std::max(maxBackwardActivations, layer.backward.activationBytes);
   }
+  const int64_t L = static_cast<int64_t>(layers.size());
   // Recompute: in a block of K, the forward of all but the last layer runs a second time.
   auto recomputed = [&](size_t i) {
     return (i % interval) != static_cast<size_t>(interval - 1) && i + 1 < layers.size();
@@ -355,8 +356,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // backward, unless they stay on the device: the last `residentLayers` layers'
   // (mt-insert-transfers' resident-layers), and the last layer's where its forward and
   // backward calls meet (a last block of one layer) and share one prefetch.
-  estimate.residentLayers =
-      std::clamp<int64_t>(options.residentLayers, 0, static_cast<int64_t>(layers.size()));
+  estimate.residentLayers = std::clamp<int64_t>(options.residentLayers, 0, L);
   auto stays = [&](size_t i) {
     bool meets = i + 1 == layers.size() && i % interval == 0;
     return meets || i + estimate.residentLayers >= layers.size();
@@ -421,7 +421,6 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     Simulator sim(profile, timeline);
     UpdateWorker worker(sim);
     // Update ids: step s's layer n is s * (L + 1) + n, its prologue/epilogue s * (L + 1) + L.
-    const int64_t L = static_cast<int64_t>(layers.size());
     double firstEnd = 0;
     for (int64_t s = 0; s < 2; ++s) {
       if (s == 1)
@@ -493,11 +492,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // as the host's memory allows beside the state and checkpoints.
   int64_t stateBytes = estimate.params * (12 + (hostCopies ? 2 : 0)) + offloadedCheckpoints;
   int64_t ringLayerBytes = std::max(maxLayerParams, edgeParams) * 4;
-  int64_t layerCount = static_cast<int64_t>(layers.size());
   if (ringed && options.gradientRingLayers > 0) {
     estimate.gradientRingLayers = options.gradientRingLayers;
   } else if (ringed) {
-    int64_t deepest = std::max(kLeastGradientRingLayers, layerCount / 2);
+    int64_t deepest = std::max(kLeastGradientRingLayers, L / 2);
     double hostRoom = profile.hostMemoryBytes * kHostShare;
     while (deepest > kLeastGradientRingLayers && hostRoom > 0 &&
            static_cast<double>(stateBytes + deepest * ringLayerBytes) > hostRoom)

@@ -322,6 +322,8 @@ void Executor::placeOffloads(Layout &layout) {
   issueOrder.assign(stepProgram.commands_size(), {});
   for (int c = 0; c < stepProgram.commands_size(); ++c) {
     const plan::Command &command = stepProgram.commands(c);
+    if (command.op() != "mt.offload")
+      continue;
     std::vector<int> &results = issueOrder[c];
     for (int r = 0; r < command.results_size(); ++r)
       results.push_back(r);
@@ -329,9 +331,8 @@ void Executor::placeOffloads(Layout &layout) {
       int p = gradientParameter[command.results(r)];
       return p >= 0 ? need[p] : -1;
     };
-    if (command.op() == "mt.offload")
-      std::stable_sort(results.begin(), results.end(),
-                       [&](int a, int b) { return rank(a) < rank(b); });
+    std::stable_sort(results.begin(), results.end(),
+                     [&](int a, int b) { return rank(a) < rank(b); });
   }
   const bool ring = options.gradientRing && !options.serialize && !options.collectives;
   int64_t &hostBytes = layout.hostBytes;
@@ -774,7 +775,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         startClock();
         // With ranks, a gradient is averaged on the device and this rank's shard offloaded.
         Shard shard{0, from.size()};
-        if (collectives && gradientParameter[command.results(r)] >= 0) {
+        if (collectives && p >= 0) {
           collectives->reduceMean(static_cast<float *>(from.data), from.size(), stream);
           shard = shardOf(from.size(), collectives->rank(), collectives->size());
         }

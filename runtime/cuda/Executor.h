@@ -214,10 +214,10 @@ private:
   std::unique_ptr<Program> step;
   std::vector<std::unique_ptr<Program>> templates;
   std::vector<float *> gradients;
-  /// Per step command, each of its results in the order the executor issues them: an
-  /// offload's gradients in the order the next forward reads their parameters (so that the
-  /// update and upload of the first-needed start while the rest still cross), its other
-  /// results first; every other command's in the plan's order.
+  /// Per step offload (empty for other commands), its results in the order the executor
+  /// issues them: the other results first, then the gradients in the order the next forward
+  /// reads their parameters (so that the first-needed are updated and uploaded while the rest
+  /// still cross).
   std::vector<std::vector<int>> issueOrder;
   /// Per offloaded gradient (by step value id): the notice its landing sends, one parameter's.
   struct GradientNotice {
