@@ -241,7 +241,9 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   std::vector<LayerCost> layers;
   Cost edge;
   llvm::SmallVector<Operation *> edgeOps;
-  int64_t edgeParams = 0, tokens = 0;
+  // The edge's parameters: the prologue's (read before the first layer: the embedding), whose
+  // gradients land last in the backward, and the epilogue's (the head's), whose land first.
+  int64_t edgeParams = 0, prologueParams = 0, tokens = 0;
   double matmulParams = 0, attentionTerm = 0;
   llvm::SmallPtrSet<Operation *, 16> edgeReads;
   for (BlockArgument argument : step.getArguments())
@@ -314,8 +316,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       if (inForward)
         countForwardWork(&op, 1);
       for (Value operand : op.getOperands())
-        if (ParamOp read = parameterBehind(operand); read && edgeReads.insert(read).second)
+        if (ParamOp read = parameterBehind(operand); read && edgeReads.insert(read).second) {
           edgeParams += elementsOf(read.getType());
+          if (layers.empty())
+            prologueParams += elementsOf(read.getType());
+        }
     }
     if (&op == lossOp)
       inForward = false;
@@ -407,28 +412,62 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
 
   // The schedule: weights of layer i go to slot i % 2 once compute is done with the layer
   // that used it before; checkpoints go out after each forward and come back before the
-  // backward; each layer's gradients go out, then AdamW updates the layer on the CPU. Where
-  // the gradients land in a ring of `ring` layers (0: every gradient a slot of its own), a
-  // layer's gradients go out only once the update of the layer `ring` landings before is
-  // done (its slot), and the runtime issues nothing further until then. Two steps run, the
-  // second's prefetches waiting for the first's updates (the last updates overlap the next
-  // forward): the step is the second's end less the first's; the timeline is the first's.
+  // backward; each layer's gradients go out, then AdamW updates the layer on the CPU. The
+  // gradients land in the backward's order: the epilogue's first, the layers' last first, the
+  // prologue's last. Where they land in a ring of `ring` layers (0: every gradient a slot of
+  // its own), placed as the runtime places them, a gradient goes out only once the updates of
+  // those whose bytes it overlaps have run, and the runtime issues nothing further until then.
+  // Two steps run, the second's prefetches waiting for the first's updates (the last updates
+  // overlap the next forward): the step is the second's end less the first's; the timeline is
+  // the first's.
   double h2d = profile.h2dBytesPerSecond * profile.duplexFactor;
   double d2h = profile.d2hBytesPerSecond * profile.duplexFactor;
   double edgeSeconds = micro * edge.seconds(profile);
+  const int64_t epilogueParams = edgeParams - prologueParams;
+  // Update ids within a step: layer n is n, the epilogue L, the prologue L + 1; step s's are
+  // offset by s * (L + 2). Their landing order, and each one's parameters.
+  const int64_t kEpilogue = L, kPrologue = L + 1, stride = L + 2;
+  auto paramsOf = [&](int64_t item) {
+    return item == kEpilogue   ? epilogueParams
+           : item == kPrologue ? prologueParams
+                               : layers[item].params;
+  };
+  std::vector<int64_t> landings;
+  if (epilogueParams > 0)
+    landings.push_back(kEpilogue);
+  for (int64_t n = L; n-- > 0;)
+    landings.push_back(n);
+  if (prologueParams > 0)
+    landings.push_back(kPrologue);
+  int64_t ringLayerBytes = std::max(maxLayerParams, edgeParams) * 4;
   auto simulate = [&](int64_t ring, std::vector<TimelineSlice> &timeline) {
+    // Per landing, the landings whose ring bytes it overlaps: earlier ones of its step, later
+    // ones of the step before.
+    std::vector<std::vector<size_t>> overlaps(landings.size());
+    if (ring > 0) {
+      std::vector<int64_t> bytes;
+      for (int64_t item : landings)
+        bytes.push_back(paramsOf(item) * 4);
+      auto places =
+          placeInRing(bytes, gradientRingBytes(ring, ringLayerBytes, estimate.params * 4));
+      for (size_t i = 0; i < places.size(); ++i)
+        for (size_t j = 0; j < places.size(); ++j)
+          if (i != j && places[i].first < places[j].second && places[j].first < places[i].second)
+            overlaps[i].push_back(j);
+    }
     std::vector<TimelineSlice> second;
     Simulator sim(profile, timeline);
     UpdateWorker worker(sim);
-    // Update ids: step s's layer n is s * (L + 1) + n, its prologue/epilogue s * (L + 1) + L.
     double firstEnd = 0;
     for (int64_t s = 0; s < 2; ++s) {
       if (s == 1)
-        sim.record(second);             // the timeline holds the first step
-      int64_t last = (s - 1) * (L + 1); // the previous step's ids (s = 0: none)
-      double edgeIn =
-          sim.run("h2d", "prefetch prologue/epilogue weights",
-                  weightPasses * edgeParams * stream / h2d, s > 0 ? worker.endOf(last + L) : 0.0);
+        sim.record(second); // the timeline holds the first step
+      // When the previous step's update of `item` has run (s = 0, or an empty edge: at once).
+      auto updated = [&](int64_t item) {
+        return s > 0 && paramsOf(item) > 0 ? worker.endOf((s - 1) * stride + item) : 0.0;
+      };
+      double edgeIn = sim.run("h2d", "prefetch prologue/epilogue weights",
+                              weightPasses * edgeParams * stream / h2d, updated(kPrologue));
       // Prefetch k (forward layers, then backward layers) fills slot k % 2, so it waits
       // until the command that read prefetch k - 2 is done with that slot.
       std::vector<double> slotReleased;
@@ -439,9 +478,9 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       double previous = sim.run("compute", "prologue", edgeSeconds * 0.05, edgeIn);
       for (int64_t i = 0; i < L; ++i) {
         const LayerCost &layer = layers[i];
-        double weights = sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
-                                 weightPasses * layer.params * stream / h2d,
-                                 std::max(slotFree(), s > 0 ? worker.endOf(last + i) : 0.0));
+        double weights =
+            sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
+                    weightPasses * layer.params * stream / h2d, std::max(slotFree(), updated(i)));
         previous = sim.run("compute", llvm::formatv("forward layer {0}", i),
                            micro * layer.forward.seconds(profile), std::max(weights, previous));
         slotReleased.push_back(previous);
@@ -449,8 +488,26 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
           sim.run("d2h", llvm::formatv("offload checkpoint {0}", i),
                   micro * layer.checkpointBytes / d2h, previous);
       }
-      previous =
-          sim.run("compute", "epilogue, loss and their backward", edgeSeconds * 0.9, previous);
+      previous = sim.run("compute", "epilogue, loss and their backward", edgeSeconds * 0.9,
+                         std::max(previous, updated(kEpilogue)));
+      // Landing k's gradients go out once their ring bytes are free; AdamW then updates them.
+      size_t k = 0;
+      auto land = [&](int64_t item, llvm::StringRef what) {
+        for (size_t j : overlaps[k])
+          if (j < k || s > 0)
+            previous = std::max(previous, worker.endOf((j < k ? s : s - 1) * stride + landings[j]));
+        double grads = sim.run("d2h", llvm::formatv("offload {0} gradients", what),
+                               weightPasses * paramsOf(item) * 4.0 / d2h, previous);
+        worker.land(s * stride + item,
+                    item == kPrologue   ? 0
+                    : item == kEpilogue ? L + 1
+                                        : item + 1,
+                    grads, paramsOf(item) / profile.hostAdamParamsPerSecond,
+                    llvm::formatv("AdamW {0}", what));
+        ++k;
+      };
+      if (epilogueParams > 0)
+        land(kEpilogue, "epilogue");
       for (int64_t n = L; n-- > 0;) {
         const LayerCost &layer = layers[n];
         double bytes = weightPasses * laterCrossings(n) * layer.params * stream +
@@ -462,43 +519,33 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
                            micro * layer.backward.seconds(profile) + recompute,
                            std::max(weights, previous));
         slotReleased.push_back(previous);
-        size_t landing = static_cast<size_t>(s * L + (L - 1 - n));
-        if (ring > 0 && landing >= static_cast<size_t>(ring)) {
-          // The slot's last occupant, `ring` landings before, of this step or the last.
-          size_t occupant = landing - ring;
-          int64_t step = static_cast<int64_t>(occupant) / L;
-          int64_t layerOf = L - 1 - static_cast<int64_t>(occupant) % L;
-          previous = std::max(previous, worker.endOf(step * (L + 1) + layerOf));
-        }
-        double grads = sim.run("d2h", llvm::formatv("offload gradients {0}", n),
-                               weightPasses * layer.params * 4.0 / d2h, previous);
-        worker.land(s * (L + 1) + n, n + 1, grads, layer.params / profile.hostAdamParamsPerSecond,
-                    llvm::formatv("AdamW layer {0}", n));
+        land(n, llvm::formatv("layer {0}", n).str());
       }
       previous = sim.run("compute", "prologue backward", edgeSeconds * 0.05, previous);
-      double edgeGrads = sim.run("d2h", "offload prologue/epilogue gradients",
-                                 weightPasses * edgeParams * 4.0 / d2h, previous);
-      worker.land(s * (L + 1) + L, 0, edgeGrads, edgeParams / profile.hostAdamParamsPerSecond,
-                  "AdamW prologue/epilogue");
+      if (prologueParams > 0)
+        land(kPrologue, "prologue");
       if (s == 0)
         firstEnd = std::max(sim.end(), worker.endOf(-1));
     }
     return std::max(sim.end(), worker.endOf(-1)) - firstEnd;
   };
-  // The ring's depth: where the CPU's updates fall behind the backward, a full ring makes the
-  // backward wait for them, and the next forward then finds fewer left to overlap. So the
-  // depth (three layers at least) with the fastest predicted step, the shallowest within 1%
-  // of it, up to half the layers (gradients are never held for the whole model) and as deep
-  // as the host's memory allows beside the state and checkpoints.
+  // The ring's depth: where the CPU's updates fall behind the backward, a ring too shallow
+  // makes the backward wait for them (and the worker, which takes the gradients the next
+  // forward needs first, leaves the oldest, whose bytes the next to land need, for last), and
+  // the next forward then finds fewer left to overlap. So the depth (three layers at least)
+  // with the fastest predicted step, the shallowest within 1% of it, as deep as every
+  // gradient's bytes where the host's memory allows beside the state and checkpoints.
   int64_t stateBytes = estimate.params * (12 + (hostCopies ? 2 : 0)) + offloadedCheckpoints;
-  int64_t ringLayerBytes = std::max(maxLayerParams, edgeParams) * 4;
   if (ringed && options.gradientRingLayers > 0) {
     estimate.gradientRingLayers = options.gradientRingLayers;
   } else if (ringed) {
-    int64_t deepest = std::max(kLeastGradientRingLayers, L / 2);
+    int64_t whole = ringLayerBytes > 0 ? (estimate.params * 4 + ringLayerBytes - 1) / ringLayerBytes
+                                       : 0; // the depth that holds every gradient
+    int64_t deepest = std::max(kLeastGradientRingLayers, whole);
     double hostRoom = profile.hostMemoryBytes * kHostShare;
     while (deepest > kLeastGradientRingLayers && hostRoom > 0 &&
-           static_cast<double>(stateBytes + deepest * ringLayerBytes) > hostRoom)
+           static_cast<double>(stateBytes + gradientRingBytes(deepest, ringLayerBytes,
+                                                              estimate.params * 4)) > hostRoom)
       --deepest;
     std::vector<std::pair<int64_t, double>> steps;
     for (int64_t d = kLeastGradientRingLayers; d <= deepest; ++d) {
@@ -515,7 +562,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.predictedStepSeconds =
       simulate(ringed ? estimate.gradientRingLayers : 0, estimate.timeline);
   int64_t gradientBytes =
-      ringed ? std::min(estimate.gradientRingLayers * ringLayerBytes, estimate.params * 4)
+      ringed ? gradientRingBytes(estimate.gradientRingLayers, ringLayerBytes, estimate.params * 4)
              : estimate.params * 8;
   estimate.hostBytes = stateBytes + gradientBytes;
   estimate.hostBytesPerParam =

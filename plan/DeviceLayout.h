@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mt {
 
@@ -26,6 +28,31 @@ constexpr int64_t kMaxChunks = 256;
 /// The fewest layers' gradients the host's ring holds (a layer's land while the two before
 /// it are updated), and what a plan without a depth of its own gets.
 constexpr int64_t kLeastGradientRingLayers = 3;
+
+/// The bytes of the host's gradient ring `depth` layers deep, its unit the largest layer's
+/// gradients (`unitBytes`, the prologue and epilogue's together counting as one layer): at
+/// most every gradient (`totalBytes`), each then in a slot of its own.
+inline int64_t gradientRingBytes(int64_t depth, int64_t unitBytes, int64_t totalBytes) {
+  return std::min(depth * unitBytes, totalBytes);
+}
+
+/// Where a step's gradients land in a ring of `capacity` bytes, given their bytes in landing
+/// order: each after the one before, back at the start where it would pass the end. Per
+/// gradient, [begin, end). A gradient may land only once the updates of those whose bytes it
+/// overlaps have run: the earlier ones of its step, the later ones of the step before. The
+/// compiler's cost model places them as the runtime does.
+inline std::vector<std::pair<int64_t, int64_t>> placeInRing(const std::vector<int64_t> &bytes,
+                                                            int64_t capacity) {
+  std::vector<std::pair<int64_t, int64_t>> places;
+  int64_t at = 0;
+  for (int64_t size : bytes) {
+    if (at + size > capacity)
+      at = 0;
+    places.push_back({at, at + size});
+    at += size;
+  }
+  return places;
+}
 
 /// Why `dims` cannot be a tensor's: a negative dimension, or more elements than bytes can
 /// count (at 8 bytes an element); "" when they can. What the importer, the compiler's

@@ -502,21 +502,18 @@ int64_t Executor::placeGradientRing(const std::vector<int> &order,
   std::map<int64_t, int64_t> layerBytes;
   for (int id : order)
     layerBytes[plan.parameters(gradientParameter[id]).layer()] += bytes[id];
-  int64_t capacity = 0, total = 0;
+  int64_t unit = 0, total = 0;
   for (const auto &layer : layerBytes) {
-    capacity = std::max(capacity, depth * layer.second);
+    unit = std::max(unit, layer.second);
     total += layer.second;
   }
-  capacity = std::min(capacity, total); // then each gradient has a slot of its own
-  std::vector<std::pair<int64_t, int64_t>> places;
-  int64_t at = 0;
-  for (int id : order) {
-    if (at + bytes[id] > capacity)
-      at = 0;
-    places.push_back({at, at + bytes[id]});
-    hostOffsets[id] = base + at;
-    at += bytes[id];
-  }
+  int64_t capacity = gradientRingBytes(depth, unit, total);
+  std::vector<int64_t> sizes;
+  for (int id : order)
+    sizes.push_back(bytes[id]);
+  std::vector<std::pair<int64_t, int64_t>> places = placeInRing(sizes, capacity);
+  for (size_t i = 0; i < order.size(); ++i)
+    hostOffsets[order[i]] = base + places[i].first;
   ringOccupants.assign(plan.step().gradients_size(), {});
   for (size_t i = 0; i < order.size(); ++i)
     for (size_t j = 0; j < order.size(); ++j)
