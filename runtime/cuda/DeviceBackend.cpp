@@ -232,6 +232,9 @@ StepMeasureList DeviceBackend::measures() const {
           {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},
           {"process_device_bytes", static_cast<double>(used)},
           {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)},
+          // cuDNN's own workspace for engines asking more than the plan's scratch: in
+          // device_bytes, beyond what the compiler can count (cuDNN picks the engine).
+          {"cudnn_beside_bytes", static_cast<double>(executor->memory().cudnnBeside)},
           {"cudnn_attention_forward_calls", static_cast<double>(cudnnForward)},
           {"cudnn_attention_backward_calls", static_cast<double>(cudnnBackward)}};
 }
