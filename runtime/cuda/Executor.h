@@ -44,8 +44,8 @@ struct ExecutorOptions {
   /// before only this rank's shard is offloaded: the rest of gradient(p) is stale, and the
   /// host copies need only this rank's shard to be current.
   DeviceCollectives *collectives = nullptr;
-  /// The fp32 gradients land in a ring of host slots two layers' gradients long instead of a
-  /// slot each (4 bytes a parameter of host memory): a gradient waits, before its offload,
+  /// The fp32 gradients land in a ring of host slots the plan's `gradient_ring_layers` deep
+  /// (placeInRing; a slot each where it holds them all): a gradient waits, before its offload,
   /// for the updates of those whose slots it overlaps (awaitParameter), after they landed.
   /// Only where each update starts as its gradient lands and nothing reads it after; off
   /// when serialized (no reuse) and with collectives.
