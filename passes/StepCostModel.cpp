@@ -200,6 +200,7 @@ public:
       ends[next->id] = free;
       pending.erase(next);
     }
+    assert((id < 0 || ends[id] >= 0) && "an update that never landed");
     return id < 0 ? free : ends[id];
   }
 
@@ -232,8 +233,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.checkpointsOnDevice = options.checkpointsOnDevice;
   int64_t interval = std::max<int64_t>(options.recomputeInterval, 1);
   estimate.recomputeInterval = interval;
-  for (ParameterOp parameter : module.getOps<ParameterOp>())
+  int64_t parameterCount = 0;
+  for (ParameterOp parameter : module.getOps<ParameterOp>()) {
     estimate.params += numElements(parameter.getTensorType().getShape());
+    ++parameterCount;
+  }
 
   // The forward ends at the op that computes the loss; the rest of the step is backward.
   Operation *lossOp = step.getBody().front().getTerminator()->getOperand(0).getDefiningOp();
@@ -243,6 +247,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   llvm::SmallVector<Operation *> edgeOps;
   // The edge's parameters: the prologue's (read before the first layer: the embedding), whose
   // gradients land last in the backward, and the epilogue's (the head's), whose land first.
+  // One read first between layers counts as the epilogue's (no decoder has one).
   int64_t edgeParams = 0, prologueParams = 0, tokens = 0;
   double matmulParams = 0, attentionTerm = 0;
   llvm::SmallPtrSet<Operation *, 16> edgeReads;
@@ -380,7 +385,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.h2dBytesPerStep = weightPasses * crossingParams * stream + offloadedCheckpoints;
   estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
   // Beside the fp32 masters, moments and any bf16 copies, pinned host slots for what lands:
-  // each checkpoint, and the fp32 gradients in a ring of a few layers' where each update
+  // each checkpoint, and the fp32 gradients in a ring (up to all of them) where each update
   // starts as its gradient lands (one run a step; mt-run --grad-clip keeps every gradient,
   // 4 bytes a parameter more), or every gradient and their sum over several runs a step
   // (their bytes below, once the ring's depth is chosen).
@@ -415,8 +420,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // backward; each layer's gradients go out, then AdamW updates the layer on the CPU. The
   // gradients land in the backward's order: the epilogue's first, the layers' last first, the
   // prologue's last. Where they land in a ring of `ring` layers (0: every gradient a slot of
-  // its own), placed as the runtime places them, a gradient goes out only once the updates of
-  // those whose bytes it overlaps have run, and the runtime issues nothing further until then.
+  // its own), placed by placeInRing as the runtime places them (each layer's together, where
+  // the runtime places each parameter: short of every gradient the two differ by up to a
+  // layer's bytes), a gradient goes out only once the updates of those whose bytes it
+  // overlaps have run, and the runtime issues nothing further until then.
   // Two steps run, the second's prefetches waiting for the first's updates (the last updates
   // overlap the next forward): the step is the second's end less the first's; the timeline is
   // the first's.
@@ -543,8 +550,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   if (ringed && options.gradientRingLayers > 0) {
     estimate.gradientRingLayers = options.gradientRingLayers;
   } else if (ringed) {
-    int64_t whole = ringLayerBytes > 0 ? (estimate.params * 4 + ringLayerBytes - 1) / ringLayerBytes
-                                       : 0; // the depth that holds every gradient
+    // The depth that holds every gradient, with room for the runtime's rounding of each to
+    // the device alignment (its ring holds the gradients' aligned bytes).
+    int64_t ringedBytes = estimate.params * 4 + parameterCount * kDeviceAlignment;
+    int64_t whole = ringLayerBytes > 0 ? (ringedBytes + ringLayerBytes - 1) / ringLayerBytes : 0;
     int64_t deepest = std::max(kLeastGradientRingLayers, whole);
     double hostRoom = profile.hostMemoryBytes * kHostShare;
     while (deepest > kLeastGradientRingLayers && hostRoom > 0 &&
@@ -559,7 +568,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     double fastest = std::min_element(steps.begin(), steps.end(), [](auto &a, auto &b) {
                        return a.second < b.second;
                      })->second;
-    if (steps.front().second > fastest * 1.01 && deepest >= whole)
+    if (steps.front().second > fastest * 1.01 && deepest >= whole &&
+        steps.back().second <= fastest * 1.01)
       estimate.gradientRingLayers = deepest;
     else
       estimate.gradientRingLayers = std::find_if(steps.begin(), steps.end(), [&](auto &step) {

@@ -62,8 +62,9 @@ struct StepEstimate {
   std::map<std::string, double> busySeconds;
   int64_t recomputeInterval = 1;
   /// Layers' gradients the host's ring holds where each update starts as its gradient lands:
-  /// the fewest (three at least) at which the backward does not wait for the CPU's updates,
-  /// within the host's memory; 0 where every gradient has a slot (several runs a step).
+  /// three where the CPU's updates keep up, else enough for every gradient where the host's
+  /// memory has room, else the shallowest within 1% of the fastest that fits; 0 where every
+  /// gradient has a slot (several runs a step).
   int64_t gradientRingLayers = 0;
   bool streamMasters = false;
   std::string accumulation;

@@ -33,14 +33,16 @@ constexpr int64_t kLeastGradientRingLayers = 3;
 /// gradients (`unitBytes`, the prologue and epilogue's together counting as one layer): at
 /// most every gradient (`totalBytes`), each then in a slot of its own.
 inline int64_t gradientRingBytes(int64_t depth, int64_t unitBytes, int64_t totalBytes) {
-  return std::min(depth * unitBytes, totalBytes);
+  if (depth <= 0 || unitBytes <= 0)
+    return 0;
+  return depth >= (totalBytes + unitBytes - 1) / unitBytes ? totalBytes : depth * unitBytes;
 }
 
 /// Where a step's gradients land in a ring of `capacity` bytes, given their bytes in landing
 /// order: each after the one before, back at the start where it would pass the end. Per
 /// gradient, [begin, end). A gradient may land only once the updates of those whose bytes it
 /// overlaps have run: the earlier ones of its step, the later ones of the step before. The
-/// compiler's cost model places them as the runtime does.
+/// runtime places each parameter's gradient, the compiler's cost model each layer's together.
 inline std::vector<std::pair<int64_t, int64_t>> placeInRing(const std::vector<int64_t> &bytes,
                                                             int64_t capacity) {
   std::vector<std::pair<int64_t, int64_t>> places;
