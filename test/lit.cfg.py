@@ -37,7 +37,7 @@ config.substitutions.append(("%fixtures", config.fixtures_dir))
 # A tool's path where a script (not the shell) runs it.
 config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools", "mt-run")))
 config.substitutions.append(("%mtc", os.path.join(config.mt_obj_root, "tools", "mtc")))
-for test in ("mt-adamw-test", "mt-update-queue-test", "mt-overlapped-updates-test", "mt-rendezvous-test",
+for test in ("mt-adamw-test", "mt-update-queue-test", "mt-gradient-ring-test", "mt-overlapped-updates-test", "mt-rendezvous-test",
              "mt-data-parallel-test", "mt-step-inputs-test",
              "mt-training-log-test", "mt-plan-loader-test", "mt-trainer-test", "mt-host-state-test",
              "mt-checkpoint-writer-test", "mt-step-profile-test", "mt-fuzz-plan",
