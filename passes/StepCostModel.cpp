@@ -439,6 +439,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
            : item == kPrologue ? prologueParams
                                : layers[item].params;
   };
+  // Its place in the order the next forward reads the parameters.
+  auto needOf = [&](int64_t item) {
+    return item == kPrologue ? 0 : item == kEpilogue ? L + 1 : item + 1;
+  };
   std::vector<int64_t> landings;
   if (epilogueParams > 0)
     landings.push_back(kEpilogue);
@@ -505,11 +509,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
             previous = std::max(previous, worker.endOf((j < k ? s : s - 1) * stride + landings[j]));
         double grads = sim.run("d2h", llvm::formatv("offload {0} gradients", what),
                                weightPasses * paramsOf(item) * 4.0 / d2h, previous);
-        worker.land(s * stride + item,
-                    item == kPrologue   ? 0
-                    : item == kEpilogue ? L + 1
-                                        : item + 1,
-                    grads, paramsOf(item) / profile.hostAdamParamsPerSecond,
+        worker.land(s * stride + item, needOf(item), grads,
+                    paramsOf(item) / profile.hostAdamParamsPerSecond,
                     llvm::formatv("AdamW {0}", what));
         ++k;
       };

@@ -340,10 +340,10 @@ void Executor::placeOffloads(Layout &layout) {
   hostOffsets.assign(stepProgram.values_size(), -1);
   std::vector<int> ringOrder; // gradients, in the order they land
   std::vector<int64_t> offloadBytes(stepProgram.values_size(), 0);
-  for (int c = 0; c < stepProgram.commands_size(); ++c)
-    if (stepProgram.commands(c).op() == "mt.offload")
+  for (int c = 0; c < stepProgram.commands_size(); ++c) {
+    const plan::Command &command = stepProgram.commands(c);
+    if (command.op() == "mt.offload")
       for (int r : issueOrder[c]) {
-        const plan::Command &command = stepProgram.commands(c);
         int id = command.results(r);
         offloadBytes[id] = alignToDevice(step->values[command.operands(r)].bytes());
         if (ring && gradientParameter[id] >= 0 && hostOffsets[id] < 0) {
@@ -353,6 +353,7 @@ void Executor::placeOffloads(Layout &layout) {
         hostOffsets[id] = hostBytes;
         hostBytes += offloadBytes[id];
       }
+  }
   if (!ringOrder.empty())
     hostBytes += placeGradientRing(ringOrder, offloadBytes, hostBytes, hostOffsets);
   // A parameter the loss does not reach has a constant zero gradient: it gets a zeroed host
