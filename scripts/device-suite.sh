@@ -404,6 +404,19 @@ done
 # updates after the backward, overlapping the next forward).
 part llama-1b $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 12 \
   --lr 3e-4 --warmup 4 --backend=cuda --metrics "$out/llama-1b.jsonl" --trace "$out/llama-1b-trace.json"
+# The trace: the device's three streams and the CPU's updates on one clock. Every update of
+# the last step runs once, after its gradient's copy began (the first d2h command), and within
+# a few seconds of the step.
+part llama-1b-trace python3 -c "
+import collections, json, sys
+events = [e for e in json.load(open('$out/llama-1b-trace.json'))['traceEvents'] if e['ph'] == 'X']
+d2h = min(e['ts'] for e in events if e['tid'] == 2)
+last = [e for e in events if e['tid'] == 3 and e['args']['step'] == 12]
+twice = [n for n, k in collections.Counter(e['name'] for e in last).items() if k > 1]
+early = [e['name'] for e in last if e['ts'] < d2h]
+late = [e['name'] for e in last if e['ts'] > 5e6 or e['dur'] < 0]
+print(len(last), 'updates of the last step; twice:', twice, 'before any gradient:', early, 'off the clock:', late)
+sys.exit(1 if not last or twice or early or late else 0)"
 part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 8 \
   --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda --metrics "$out/llama-1b-clip.jsonl"
 

@@ -13,6 +13,7 @@
 #include "runtime/train/StepBackend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -28,6 +29,15 @@ int64_t freeDeviceBytes() {
 }
 
 double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+/// `text` without the characters a JSON string would have to escape.
+std::string plain(const std::string &text) {
+  std::string kept;
+  for (char c : text)
+    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20)
+      kept += c;
+  return kept;
+}
 
 /// The host thread sleeps in a CUDA synchronization instead of spinning (CUDA's default with
 /// a core to spare): the CPU's AdamW overlaps the device on every core, and a spinning issuer
@@ -125,7 +135,7 @@ public:
   bool measuresStreams() const override { return true; }
   std::string report() const override;
   StepMeasureList measures() const override;
-  void writeTrace(const std::string &path) const override;
+  void writeTrace(const std::string &path, const std::vector<UpdateSpan> &updates) const override;
   StepProfile profile() const override { return last.profile; }
 
   void abandon() override {
@@ -239,7 +249,8 @@ StepMeasureList DeviceBackend::measures() const {
           {"cudnn_attention_backward_calls", static_cast<double>(cudnnBackward)}};
 }
 
-void DeviceBackend::writeTrace(const std::string &path) const {
+void DeviceBackend::writeTrace(const std::string &path,
+                               const std::vector<UpdateSpan> &updates) const {
   std::ofstream out(path);
   if (!out)
     throw std::runtime_error("cannot write " + path);
@@ -253,13 +264,22 @@ void DeviceBackend::writeTrace(const std::string &path) const {
     std::string name = command.op() == "mt.call"
                            ? plan.templates(command.attributes().at("template").i()).name()
                            : command.op();
-    std::string where;
-    for (char c : command.location())
-      if (c != '"' && c != '\\')
-        where += c;
     out << ",{\"name\":\"" << name << "\",\"ph\":\"X\",\"pid\":1,\"tid\":" << timed.stream
         << ",\"ts\":" << timed.start * 1000.0 << ",\"dur\":" << (timed.end - timed.start) * 1000.0
-        << ",\"args\":{\"location\":\"" << where << "\"}}";
+        << ",\"args\":{\"location\":\"" << plain(command.location()) << "\"}}";
+  }
+  // The updates on the device's clock, from the host's view of the step's end.
+  auto origin = last.hostEnd - std::chrono::duration<double, std::milli>(last.ms);
+  auto at = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(t - origin).count();
+  };
+  for (const UpdateSpan &update : updates) {
+    if (update.end < origin) // before the step
+      continue;
+    out << ",{\"name\":\"AdamW " << plain(plan.parameters(update.parameter).name())
+        << "\",\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":" << at(update.begin)
+        << ",\"dur\":" << at(update.end) - at(update.begin) << ",\"args\":{\"step\":" << update.step
+        << "}}";
   }
   out << "]}\n";
 }

@@ -805,6 +805,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     MT_CUDA_CHECK(cudaEventRecord(clock.streamEnds[s], streams[s]));
   for (int s = 0; s < 3; ++s)
     MT_CUDA_CHECK(cudaStreamSynchronize(streams[s]));
+  measures.hostEnd = std::chrono::steady_clock::now();
   // A constant gradient is ready from the start; its update is queued once the step's
   // uploads have finished, so that none of them reads the weights it writes.
   if (gradientListener)

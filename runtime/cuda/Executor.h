@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <functional>
@@ -65,6 +66,9 @@ struct CommandTiming {
 struct StepMeasures {
   double loss = 0;
   double ms = 0;                     // first command to last, on the device
+  // When the host saw the step end (after its synchronization): the host's clock at the
+  // device's origin is about this less `ms`.
+  std::chrono::steady_clock::time_point hostEnd;
   double busyMs[3] = {0, 0, 0};      // per stream (with timeCommands)
   int64_t copiedBytes[2] = {0, 0};   // host to device, device to host
   std::vector<CommandTiming> commands; // with timeCommands

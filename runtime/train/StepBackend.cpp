@@ -22,7 +22,7 @@ std::vector<int> StepBackend::readOrder(int parameters) const {
   return order;
 }
 
-void StepBackend::writeTrace(const std::string &path) const {
+void StepBackend::writeTrace(const std::string &path, const std::vector<UpdateSpan> &) const {
   throw std::runtime_error("--trace " + path + ": this backend measures no streams");
 }
 

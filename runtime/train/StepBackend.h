@@ -9,6 +9,7 @@
 #include "runtime/train/StepProfile.h"
 #include "runtime/train/TrainingLog.h"
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,6 +51,14 @@ struct BackendSettings {
   AttentionKernels attention = AttentionKernels::Cudnn;
 };
 
+/// One update the trainer's worker ran, on the host's steady clock: a trace shows it beside
+/// the device's streams.
+struct UpdateSpan {
+  int parameter;
+  int64_t step;
+  std::chrono::steady_clock::time_point begin, end;
+};
+
 /// The step's inputs to AdamW, for a backend whose ranks share the update.
 struct UpdateSources {
   std::function<float *(int p)> gradient;
@@ -86,12 +95,13 @@ public:
   virtual double stepLoss(int64_t, double own) const { return own; }
 
   /// The start-up lines (memory, schedule); whether it measures its streams; the last
-  /// step's measures as a line's tail and as metrics; its streams as a Chrome trace.
+  /// step's measures as a line's tail and as metrics; its streams as a Chrome trace, with
+  /// the updates that ran from its start on (`updates`) on a track of the CPU's.
   virtual void printStartup(int64_t) const {}
   virtual bool measuresStreams() const { return false; }
   virtual std::string report() const { return {}; }
   virtual StepMeasureList measures() const { return {}; }
-  virtual void writeTrace(const std::string &path) const;
+  virtual void writeTrace(const std::string &path, const std::vector<UpdateSpan> &updates) const;
   /// With BackendSettings::profile, the last run's kernels by op family (the trainer adds
   /// AdamW); empty otherwise.
   virtual StepProfile profile() const { return {}; }

@@ -101,6 +101,17 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
                                    .count();
       return squares;
     };
+  // --trace: the updates that run from the last step's start on, beside its streams (the
+  // worker alone appends; the trace is written once it has finished).
+  std::vector<UpdateSpan> tracedUpdates;
+  if (!settings.trace.empty())
+    optimizer.update = [&, update = std::move(optimizer.update)](int p, int64_t step, float clip) {
+      auto begin = std::chrono::steady_clock::now();
+      double squares = update(p, step, clip);
+      if (step >= steps - 1)
+        tracedUpdates.push_back({p, step, begin, std::chrono::steady_clock::now()});
+      return squares;
+    };
   // A checkpoint written while the next steps run: an update first waits for its
   // parameter's part of it to be written or copied.
   if (CheckpointWriter *checkpoints = settings.checkpoints)
@@ -286,8 +297,6 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
         if (measuringPass) // the device figures above are the last run's
           record.deviceMeasures.push_back({"step_runs", queued ? 1.0 : 2.0});
         record.profile = backend->profile();
-        if (!settings.trace.empty() && step == steps)
-          backend->writeTrace(settings.trace);
       }
       outcome.ranThrough = step;
       // A step settles (its updates done) for a checkpoint, or when the run stops over a
@@ -329,6 +338,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     }
     if (overlapped && reportedThrough < outcome.ranThrough)
       report(finishUpdates(outcome.ranThrough), std::chrono::steady_clock::now());
+    if (backend && !ranks && !settings.trace.empty() && outcome.ranThrough == steps)
+      backend->writeTrace(settings.trace, tracedUpdates);
     updates.reset(); // its worker reads what is declared after it
     if (settings.checkpoints)
       reportCheckpoint(settings.checkpoints->finish());
