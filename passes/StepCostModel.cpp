@@ -429,6 +429,12 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // the first's.
   double h2d = profile.h2dBytesPerSecond * profile.duplexFactor;
   double d2h = profile.d2hBytesPerSecond * profile.duplexFactor;
+  // A parameter's update: AdamW's rate alone, slowed by the step's copies, which share the
+  // host's memory with it.
+  const double adamwSeconds =
+      adamwSlowdown(estimate.params * (28.0 + (hostCopies ? 2 : 0)),
+                    static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep)) /
+      profile.hostAdamParamsPerSecond;
   double edgeSeconds = micro * edge.seconds(profile);
   const int64_t epilogueParams = edgeParams - prologueParams;
   // Update ids within a step: layer n is n, the epilogue L, the prologue L + 1; step s's are
@@ -509,8 +515,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
             previous = std::max(previous, worker.endOf((j < k ? s : s - 1) * stride + landings[j]));
         double grads = sim.run("d2h", llvm::formatv("offload {0} gradients", what),
                                weightPasses * paramsOf(item) * 4.0 / d2h, previous);
-        worker.land(s * stride + item, needOf(item), grads,
-                    paramsOf(item) / profile.hostAdamParamsPerSecond,
+        worker.land(s * stride + item, needOf(item), grads, paramsOf(item) * adamwSeconds,
                     llvm::formatv("AdamW {0}", what));
         ++k;
       };

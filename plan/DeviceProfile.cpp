@@ -156,4 +156,8 @@ double attentionRate(const DeviceProfile &profile) {
                                              : profile.gemmFlopsPerSecond * kAttentionShareOfGemm;
 }
 
+double adamwSlowdown(double adamwBytes, double copiedBytes) {
+  return adamwBytes > 0 ? 1 + copiedBytes / adamwBytes : 1;
+}
+
 } // namespace mt

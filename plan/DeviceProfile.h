@@ -28,6 +28,12 @@ struct DeviceProfile {
 /// on the H200 (155 of 750 TFLOP/s counted, docs/PERFORMANCE.md).
 double attentionRate(const DeviceProfile &profile);
 
+/// How much longer AdamW takes within a step than alone (hostAdamParamsPerSecond is its rate
+/// alone): it is bound by the host's memory, which the step's copies share, each byte a copy
+/// moves over PCIe taking the time of a byte of AdamW's. `adamwBytes`: what its updates read
+/// and write (28 bytes a parameter, 30 with the bf16 copy); `copiedBytes`: both ways.
+double adamwSlowdown(double adamwBytes, double copiedBytes);
+
 /// The profile as a JSON object: "name" and the rates, by their snake_case names (the host's
 /// memory and the attention rate where known).
 std::string deviceProfileJson(const DeviceProfile &profile);
