@@ -346,6 +346,10 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
            "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
     Option<"residentLayers", "resident-layers", "int64_t", "0",
            "The last layers whose weights stay on the device from forward to backward">,
+    Option<"lightenHost", "lighten-host", "bool", "false",
+           "Where fewer bytes through the host's memory predict a step at least 3% faster, "
+           "keep checkpoints and layers' weights on the device as its memory allows "
+           "(instead of checkpoints-on-device and resident-layers)">,
   ];
 }
 

@@ -59,6 +59,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
   ModelSummary s = summarize(module);
   auto source = module->getAttrOfType<StringAttr>("mt.source");
   auto weightStream = module->getAttrOfType<StringAttr>("mt.weight_stream");
+  auto placement = module->getAttrOfType<StringAttr>("mt.placement");
   if (context.json) {
     llvm::json::Object ops;
     for (auto &[name, count] : s.opCounts)
@@ -81,6 +82,8 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
       object["stream_masters"] = step->streamMasters;
       if (weightStream)
         object["weight_stream"] = weightStream.str();
+      if (placement)
+        object["placement"] = placement.str();
       object["h2d_bytes_per_step"] = step->h2dBytesPerStep;
       object["d2h_bytes_per_step"] = step->d2hBytesPerStep;
       object["flops_per_step"] = step->flopsPerStep;
@@ -143,6 +146,8 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
           : std::string(" and their sum"));
   if (weightStream)
     os << "weights     " << weightStream.getValue() << "\n";
+  if (placement)
+    os << "placement   " << placement.getValue() << "\n";
   os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",
                       formatBytes(step->h2dBytesPerStep), formatBytes(step->d2hBytesPerStep),
                       step->flopsPerStep, step->predictedStepSeconds, context.target);

@@ -66,7 +66,8 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   ScheduleOptions options;
   options.microBatches = microBatches;
   options.accumulation = module->getAttrOfType<StringAttr>("mt.accumulation").str();
-  options.checkpointsOnDevice = checkpoints == "device";
+  auto onDevice = module->getAttrOfType<BoolAttr>("mt.checkpoints_on_device");
+  options.checkpointsOnDevice = onDevice ? onDevice.getValue() : checkpoints == "device";
   options.recomputeInterval = module->getAttrOfType<IntegerAttr>("mt.recompute_interval").getInt();
   if (auto ring = module->getAttrOfType<IntegerAttr>("mt.gradient_ring_layers"))
     options.gradientRingLayers = ring.getInt();
@@ -136,6 +137,9 @@ int compilerMain(int argc, char **argv) {
     fit.target = target;
     fit.weightStream = streamWeights;
     fit.residentLayers = residentLayers;
+    // Where the step waits on the host's memory, the compiler may place checkpoints and
+    // weights on the device, unless either was asked for.
+    fit.lightenHost = checkpoints == "auto" && residentLayers.getNumOccurrences() == 0;
     pm.addPass(createFitStepPass(fit));
   }
   std::string pipeline;
