@@ -7,8 +7,6 @@
 
 #include "passes/BufferLiveness.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
 #include <cstdio>
 #include <optional>
 
@@ -263,12 +261,13 @@ private:
     trained->erase();
     trained = unscheduled;
     interval = *fitted;
-    placement = llvm::formatv("checkpoints on the {0}, {1} of {2} layers resident: the cost "
-                              "model predicts {3:f3} s against {4:f3} s (AdamW behind, sharing "
-                              "host memory with the copies)",
-                              chosen->first ? "device" : "host", chosen->second, layers, best,
-                              now->predictedStepSeconds)
-                    .str();
+    char numbers[160];
+    std::snprintf(numbers, sizeof numbers,
+                  "checkpoints on the %s, %lld of %lld layers resident: the cost model predicts "
+                  "%.3g s against %.3g s",
+                  chosen->first ? "device" : "host", static_cast<long long>(chosen->second),
+                  static_cast<long long>(layers), best, now->predictedStepSeconds);
+    placement = std::string(numbers) + " (AdamW behind, sharing host memory with the copies)";
     return success();
   }
 

@@ -65,7 +65,7 @@ llvm::cl::opt<std::string>
                 llvm::cl::desc("Where layer inputs wait for the backward: host (the default), "
                                "device, or auto (host, unless the CPU's AdamW is behind and the "
                                "device has room for checkpoints and resident weights that make "
-                               "the step at least 3% faster; not with --resident-layers)"),
+                               "the step at least 3% faster; host with --resident-layers)"),
                 llvm::cl::init("host"), llvm::cl::cat(category));
 llvm::cl::opt<std::string> devicePrecision(
     "device-precision",
