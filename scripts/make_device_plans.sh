@@ -3,7 +3,15 @@
 # has no mtc), with their token files, into build/device; scripts/device-suite.sh runs them.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-mtc="$root/build/tools/mtc"
+# MTC_CHECKPOINTS=auto compiles every plan that names neither --checkpoints nor
+# --resident-layers with it: the suite then runs the plans mtc's placement policy picks.
+mtc() {
+  local args=("$@")
+  if [[ -n "${MTC_CHECKPOINTS:-}" && ! " $* " =~ --checkpoints|--resident-layers ]]; then
+    args+=("--checkpoints=$MTC_CHECKPOINTS")
+  fi
+  "$root/build/tools/mtc" "${args[@]}"
+}
 fixtures="$root/build/test/fixtures"
 out="$root/build/device"
 rm -rf "$out"
@@ -12,8 +20,8 @@ mkdir -p "$out/gradients" "$out/gradients-fp32"
 # One plan per family of ops: every kernel's forward and backward against the host backend,
 # with bf16 device storage and with fp32 (where the device must agree to fp32 rounding).
 for model in "$root"/test/Gradients/*.mlir; do
-  "$mtc" "$model" -o "$out/gradients/$(basename "$model" .mlir).mtp"
-  "$mtc" "$model" --device-precision=fp32 -o "$out/gradients-fp32/$(basename "$model" .mlir).mtp"
+  mtc "$model" -o "$out/gradients/$(basename "$model" .mlir).mtp"
+  mtc "$model" --device-precision=fp32 -o "$out/gradients-fp32/$(basename "$model" .mlir).mtp"
 done
 # Token ids below the embedding-loss graph's vocabulary of 5.
 /usr/bin/python3 -c "
@@ -22,26 +30,26 @@ np.random.default_rng(0).integers(0, 5, 64, dtype=np.uint16).tofile('$out/gradie
 
 # The stage-2 fixtures, and the Llama one with two layers per checkpoint and two layer-major
 # micro-batches (recompute, accumulation, checkpoint copies).
-"$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 -o "$out/gpt2.mtp"
-"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 -o "$out/llama.mtp"
-"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --recompute-interval 2 \
+mtc "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 -o "$out/gpt2.mtp"
+mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 -o "$out/llama.mtp"
+mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --recompute-interval 2 \
   --micro-batches 2 --accumulation layer-major -o "$out/llama-k2-m2.mtp"
 # Two sample-major micro-batches: the step runs twice and the host sums the gradients, so the
 # updates wait for the whole step.
-"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --micro-batches 2 \
+mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --micro-batches 2 \
   --accumulation sample-major -o "$out/llama-s2.mtp"
 # The same without layer templates, so that --check-kernels sees every kernel of the step
 # (the summed weight gradients become products with an addend).
-"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --micro-batches 2 \
+mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --micro-batches 2 \
   --accumulation layer-major --segment-layers=false -o "$out/llama-m2-flat.mtp"
-"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
+mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
   -o "$out/llama-fp32.mtp"
 # Weights streamed from the host's bf16 copies and from the fp32 masters (cast on the device).
-"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --stream-weights=bf16 \
+mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --stream-weights=bf16 \
   -o "$out/llama-copies.mtp"
-"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --stream-weights=fp32 \
+mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --stream-weights=fp32 \
   -o "$out/llama-masters.mtp"
-"$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
+mtc "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
   -o "$out/gpt2-fp32.mtp"
 cp "$fixtures/reference/gpt2.tokens" "$fixtures/reference/llama.tokens" "$out/"
 # Two layer-major micro-batches read two batches a run: the reference tokens twice.
@@ -51,8 +59,8 @@ cat "$fixtures/reference/llama.tokens" "$fixtures/reference/llama.tokens" > "$ou
 /usr/bin/python3 -c "
 import numpy as np
 np.random.default_rng(2).integers(0, 96, 4000, dtype=np.uint16).tofile('$out/parallel.tokens')"
-"$mtc" "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:4x16 -o "$out/gpt2-b4.mtp"
-"$mtc" "$fixtures/llama_opset17.onnx" --input-shape input_ids:4x16 -o "$out/llama-b4.mtp"
+mtc "$fixtures/gpt2_opset17.onnx" --input-shape input_ids:4x16 -o "$out/gpt2-b4.mtp"
+mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:4x16 -o "$out/llama-b4.mtp"
 
 # The fixture zoo (Hugging Face decoders exported by a current torch): every model, with and
 # without an attention_mask input; PyTorch's losses, and the Llama's pretrained weights with
@@ -64,7 +72,7 @@ for packed in "$zoo"/*.onnx.gz; do
   shapes=(--input-shape input_ids:2x16)
   [[ "$name" == *.mask ]] && shapes+=(--input-shape attention_mask:2x16)
   gzip -dc "$packed" > "$out/zoo/model.onnx"
-  "$mtc" "$out/zoo/model.onnx" "${shapes[@]}" -o "$out/zoo/$name.mtp"
+  mtc "$out/zoo/model.onnx" "${shapes[@]}" -o "$out/zoo/$name.mtp"
 done
 rm "$out/zoo/model.onnx"
 cp "$zoo"/*.losses.json "$zoo"/*.safetensors "$zoo"/zoo*.tokens "$out/zoo/"
@@ -72,14 +80,14 @@ cp -r "$zoo"/*.pretrained "$out/zoo/"
 
 # The demo model at its training shape, with its corpus.
 /usr/bin/python3 "$root/examples/tiny-gpt/prepare_data.py" "$out" >/dev/null
-"$mtc" "$root/examples/tiny-gpt/model.onnx" --input-shape input_ids:8x64 -o "$out/demo.mtp"
+mtc "$root/examples/tiny-gpt/model.onnx" --input-shape input_ids:8x64 -o "$out/demo.mtp"
 
 # A Llama-style model of 1.1B parameters (hidden 2048, 20 layers, 16 heads over 8 key/value
 # heads, SwiGLU 5632, vocabulary 32000), 4 x 1024 tokens a step, random weights, and random
 # tokens for 20 steps.
 /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/llama-1b.onnx" 20 2048 16 8 5632 32000 1024
-"$mtc" "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --summary
-"$mtc" "$out/llama-1b.onnx" --input-shape input_ids:4x1024 -o "$out/llama-1b.mtp"
+mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --summary
+mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 -o "$out/llama-1b.mtp"
 /usr/bin/python3 -c "
 import numpy as np
 np.random.default_rng(0).integers(0, 32000, 4 * 1024 * 24, dtype=np.uint16).tofile('$out/llama-1b.tokens')"
@@ -89,7 +97,7 @@ rm "$out/llama-1b.onnx"
 # SwiGLU 5632, vocabulary 32000) at 4 x 2048 tokens a step, for the side-by-side benchmark;
 # the peer script travels with the plans.
 /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-1b.onnx" 16 2048 16 16 5632 32000 2048
-"$mtc" "$out/bench-1b.onnx" --input-shape input_ids:4x2048 -o "$out/bench-1b.mtp"
+mtc "$out/bench-1b.onnx" --input-shape input_ids:4x2048 -o "$out/bench-1b.mtp"
 /usr/bin/python3 -c "
 import numpy as np
 np.random.default_rng(1).integers(0, 32000, 4 * 2049 * 12, dtype=np.uint16).tofile('$out/bench-1b.tokens')"
@@ -101,12 +109,12 @@ cp "$root/../shared/bench/peer_bench.py" "$out/"
 # most of the device's disk: left out unless asked for).
 if [[ "${WITH_3_8B:-0}" == 1 ]]; then
   /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-3.8b.onnx" 32 3072 24 24 8192 32000 2048
-  "$mtc" "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 -o "$out/bench-3.8b.mtp"
+  mtc "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 -o "$out/bench-3.8b.mtp"
   # Both sources of the streamed weights, at 8 and 32 sequences a step.
   for source in bf16 fp32; do
-    "$mtc" "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 --stream-weights=$source \
+    mtc "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 --stream-weights=$source \
       -o "$out/bench-3.8b-$source.mtp"
-    "$mtc" "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 --micro-batches 4 \
+    mtc "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 --micro-batches 4 \
       --stream-weights=$source -o "$out/bench-3.8b-m4-$source.mtp"
   done
   /usr/bin/python3 -c "
@@ -125,8 +133,8 @@ if [[ "${WITH_9B:-0}" == 1 ]]; then
   for model in "7b 32 4096 32 32 11008 fp32" "9b 41 4096 32 8 14336 auto"; do
     read -r name layers hidden heads kv ffn source <<<"$model"
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-$name.onnx" $layers $hidden $heads $kv $ffn 32000 2048
-    "$mtc" "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source --summary -o - >"$out/bench-$name.summary"
-    "$mtc" "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source -o "$out/bench-$name.mtp"
+    mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source --summary -o - >"$out/bench-$name.summary"
+    mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source -o "$out/bench-$name.mtp"
     rm "$out/bench-$name.onnx"
   done
   /usr/bin/python3 -c "
@@ -141,9 +149,9 @@ fi
 if [[ "${WITH_120B:-0}" == 1 ]]; then
   for layers in 2 4 108; do
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/s120-$layers.onnx" $layers 10240 80 8 28672 32000 2048
-    "$mtc" "$out/s120-$layers.onnx" --input-shape input_ids:8x2048 --summary=json \
+    mtc "$out/s120-$layers.onnx" --input-shape input_ids:8x2048 --summary=json \
       -o "$out/s120-$layers.summary.json"
-    [[ $layers == 108 ]] || "$mtc" "$out/s120-$layers.onnx" --input-shape input_ids:8x2048 -o "$out/s120-$layers.mtp"
+    [[ $layers == 108 ]] || mtc "$out/s120-$layers.onnx" --input-shape input_ids:8x2048 -o "$out/s120-$layers.mtp"
     rm "$out/s120-$layers.onnx"
   done
   /usr/bin/python3 -c "
@@ -159,8 +167,8 @@ if [[ "${WITH_WINDOW:-0}" == 1 ]]; then
   for name in window global; do
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/$name-8192.onnx" 16 2048 16 16 5632 32000 8192 \
       $([[ $name == window ]] && echo window=2048)
-    "$mtc" "$out/$name-8192.onnx" --input-shape input_ids:1x8192 --summary -o - >"$out/$name-8192.summary"
-    "$mtc" "$out/$name-8192.onnx" --input-shape input_ids:1x8192 -o "$out/$name-8192.mtp"
+    mtc "$out/$name-8192.onnx" --input-shape input_ids:1x8192 --summary -o - >"$out/$name-8192.summary"
+    mtc "$out/$name-8192.onnx" --input-shape input_ids:1x8192 -o "$out/$name-8192.mtp"
     rm "$out/$name-8192.onnx"
   done
   /usr/bin/python3 -c "
@@ -178,17 +186,17 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
     read -r name layers hidden heads ffn <<<"$model"
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/perf-$name.onnx" $layers $hidden $heads $heads $ffn 32000 2048
     for micro in 1 4; do
-      "$mtc" "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --micro-batches $micro \
+      mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --micro-batches $micro \
         --accumulation layer-major \
         -o "$out/perf-$name-$((8 * micro)).mtp"
     done
     # Every layer's weights resident from forward to backward: the 8-sequence rows, whose
     # step is the host memory's, with a crossing a step less.
-    "$mtc" "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --resident-layers $layers \
+    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --resident-layers $layers \
       -o "$out/perf-$name-8r.mtp"
     # The compiler's placement where AdamW is behind (mtc --checkpoints=auto): checkpoints and
     # as many layers resident as the device has room for, where it predicts a faster step.
-    "$mtc" "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --checkpoints=auto \
+    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --checkpoints=auto \
       -o "$out/perf-$name-8a.mtp"
     rm "$out/perf-$name.onnx"
   done
@@ -205,16 +213,16 @@ if [[ "${WITH_LONG:-0}" == 1 ]]; then
   # 128256: 8.03B parameters) at 32768: its head's logits alone would be 8 GiB in bf16; the
   # loss fused with the head makes them a chunk at a time.
   /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/long3-32768.onnx" 32 4096 32 8 14336 128256 32768 causal
-  "$mtc" "$out/long3-32768.onnx" --input-shape input_ids:1x32768 --device-memory=16GiB --summary -o - >"$out/long3-32768.summary"
-  "$mtc" "$out/long3-32768.onnx" --input-shape input_ids:1x32768 --device-memory=16GiB -o "$out/long3-32768.mtp"
+  mtc "$out/long3-32768.onnx" --input-shape input_ids:1x32768 --device-memory=16GiB --summary -o - >"$out/long3-32768.summary"
+  mtc "$out/long3-32768.onnx" --input-shape input_ids:1x32768 --device-memory=16GiB -o "$out/long3-32768.mtp"
   rm "$out/long3-32768.onnx"
   /usr/bin/python3 -c "
 import numpy as np
 np.random.default_rng(7).integers(0, 128256, 32769 * 4, dtype=np.uint32).tofile('$out/long3-32768.tokens')"
   for seq in 32768 57344 65536; do
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/long-$seq.onnx" 32 4096 32 32 11008 32000 $seq causal
-    "$mtc" "$out/long-$seq.onnx" --input-shape input_ids:1x$seq --device-memory=16GiB --summary -o - >"$out/long-$seq.summary"
-    "$mtc" "$out/long-$seq.onnx" --input-shape input_ids:1x$seq --device-memory=16GiB -o "$out/long-$seq.mtp"
+    mtc "$out/long-$seq.onnx" --input-shape input_ids:1x$seq --device-memory=16GiB --summary -o - >"$out/long-$seq.summary"
+    mtc "$out/long-$seq.onnx" --input-shape input_ids:1x$seq --device-memory=16GiB -o "$out/long-$seq.mtp"
     rm "$out/long-$seq.onnx"
     /usr/bin/python3 -c "
 import numpy as np
