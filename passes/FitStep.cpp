@@ -208,7 +208,7 @@ private:
   /// lighten-host: the CPU's AdamW shares the host's memory with the step's copies, so where
   /// it is behind, a step that moves fewer bytes through that memory is faster. Of the plans
   /// with checkpoints on the device or on the host, each with as many layers resident as the
-  /// cost model's peak leaves room for (the deepest first, halving), the fastest predicted
+  /// cost model's peak leaves room for, the fastest predicted
   /// replaces `trained` (scheduled with `interval`) where it is at least 3% faster and its
   /// schedule fits; the choice and its numbers are recorded for the summary. `unscheduled`,
   /// the trained step before its schedule, is consumed.
@@ -222,27 +222,44 @@ private:
     const int64_t layers = layerCount(unscheduled);
     double best = now->predictedStepSeconds;
     std::optional<std::pair<bool, int64_t>> chosen;
-    for (bool onDevice : {true, false})
-      for (int64_t resident = layers;; resident /= 2) {
+    for (bool onDevice : {true, false}) {
+      auto estimate = [&](int64_t resident) {
         ScheduleOptions options = costOptions(1, mode);
         options.checkpointsOnDevice = onDevice;
         options.residentLayers = resident;
-        FailureOr<StepEstimate> step = estimateStep(unscheduled, profile, options);
-        if (failed(step)) {
+        return estimateStep(unscheduled, profile, options);
+      };
+      // The most layers resident whose peak fits (it grows with them), by bisection; the
+      // cost model's peak is the schedule's within a few percent: room is kept for that.
+      auto fits = [&](const StepEstimate &step) { return step.peakDeviceBytes <= budget * 0.95; };
+      FailureOr<StepEstimate> least = estimate(0);
+      if (failed(least)) {
+        unscheduled->erase();
+        return failure();
+      }
+      if (!fits(*least))
+        continue;
+      int64_t low = 0, high = layers; // low fits; the most that fits is in [low, high]
+      FailureOr<StepEstimate> step = least;
+      while (low < high) {
+        int64_t middle = (low + high + 1) / 2;
+        FailureOr<StepEstimate> tried = estimate(middle);
+        if (failed(tried)) {
           unscheduled->erase();
           return failure();
         }
-        // The cost model's peak is the schedule's within a few percent: room kept for that.
-        if (step->peakDeviceBytes <= budget * 0.95) {
-          if (step->predictedStepSeconds < best) {
-            best = step->predictedStepSeconds;
-            chosen = {onDevice, resident};
-          }
-          break;
+        if (fits(*tried)) {
+          low = middle;
+          step = tried;
+        } else {
+          high = middle - 1;
         }
-        if (resident == 0)
-          break;
       }
+      if (step->predictedStepSeconds < best) {
+        best = step->predictedStepSeconds;
+        chosen = {onDevice, low};
+      }
+    }
     if (!chosen || best > now->predictedStepSeconds * 0.97) {
       unscheduled->erase();
       return success();
@@ -252,12 +269,18 @@ private:
     checkpointsOnDevice = chosen->first;
     residentLayers = chosen->second;
     FailureOr<int64_t> fitted = scheduleWithin(unscheduled, /*report=*/false);
-    if (failed(fitted)) {
+    // The schedule may need more recomputation than the estimate's (a larger K where one
+    // layer's checkpoint each does not fit): the plan as scheduled must still be faster.
+    FailureOr<StepEstimate> scheduled =
+        succeeded(fitted) ? estimateStep(unscheduled, profile, costOptions(*fitted, mode))
+                          : FailureOr<StepEstimate>(failure());
+    if (failed(scheduled) || scheduled->predictedStepSeconds > now->predictedStepSeconds * 0.97) {
       unscheduled->erase();
       checkpointsOnDevice = askedOnDevice;
       residentLayers = askedResident;
       return failedPipeline ? failure() : success();
     }
+    best = scheduled->predictedStepSeconds;
     trained->erase();
     trained = unscheduled;
     interval = *fitted;
