@@ -219,7 +219,7 @@ private:
       unscheduled->erase();
       return failure();
     }
-    const int64_t layers = layerCount(unscheduled);
+    const int64_t layers = now->layers; // each layer once, whatever the micro-batches
     double best = now->predictedStepSeconds;
     std::optional<std::pair<bool, int64_t>> chosen;
     for (bool onDevice : {true, false}) {

@@ -430,10 +430,12 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   double h2d = profile.h2dBytesPerSecond * profile.duplexFactor;
   double d2h = profile.d2hBytesPerSecond * profile.duplexFactor;
   // A parameter's update: AdamW's rate alone, slowed by the step's copies, which share the
-  // host's memory with it.
+  // host's memory with it where the updates run beside them (not after several runs).
   const double adamwSeconds =
-      adamwSlowdown(estimate.params * (28.0 + (hostCopies ? 2 : 0)),
-                    static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep)) /
+      (ringed
+           ? adamwSlowdown(estimate.params * (28.0 + (hostCopies ? 2 : 0)),
+                           static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep))
+           : 1.0) /
       profile.hostAdamParamsPerSecond;
   double edgeSeconds = micro * edge.seconds(profile);
   const int64_t epilogueParams = edgeParams - prologueParams;

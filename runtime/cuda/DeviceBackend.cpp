@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <memory>
 
 namespace mt {
@@ -255,6 +256,7 @@ void DeviceBackend::writeTrace(const std::string &path,
   if (!out)
     throw std::runtime_error("cannot write " + path);
   static const char *streams[] = {"h2d", "compute", "d2h", "cpu"};
+  out << std::fixed << std::setprecision(3); // microseconds, to the nanosecond
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
   for (int tid = 0; tid < 4; ++tid)
     out << (tid ? "," : "") << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << tid

@@ -156,11 +156,11 @@ std::string StepProfile::calibrate(DeviceProfile &profile) const {
         OpFamily::Elementwise, OpFamily::Loss},
        false, profile.memoryBytesPerSecond, "memory-bound kernels");
   if (const FamilyTime &adamw = (*this)[OpFamily::AdamW]; adamw.ms > 0 && adamw.parameters > 0) {
-    // The rate alone, as the profile keeps it: the step's copies took their share of the
-    // host's memory from it (adamwSlowdown, as the cost model charges them back).
-    const FamilyTime &copies = (*this)[OpFamily::Copies];
+    // The rate alone, as the profile keeps it: beside the step, its copies took their share
+    // of the host's memory from it (adamwSlowdown, as the cost model charges them back).
+    double copied = updatesBesideCopies ? (*this)[OpFamily::Copies].bytes : 0;
     profile.hostAdamParamsPerSecond =
-        adamw.parameters / (adamw.ms / 1e3) * adamwSlowdown(adamw.bytes, copies.bytes);
+        adamw.parameters / (adamw.ms / 1e3) * adamwSlowdown(adamw.bytes, copied);
     char line[64];
     std::snprintf(line, sizeof line, "%sAdamW %.4g G params/s", set.empty() ? "" : ", ",
                   profile.hostAdamParamsPerSecond / 1e9);

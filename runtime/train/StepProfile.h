@@ -58,14 +58,17 @@ public:
   /// Sets `profile`'s kernel rates to what this step's kernels achieved, in the cost model's
   /// units, for each kind that ran with work: the products and the fused loss (the GEMM
   /// rate), attention, every kernel counted in bytes (the memory rate), and the CPU's AdamW
-  /// as it ran beside the step (sharing the host's memory with the copies, which
-  /// --calibrate's AdamW alone does not). Returns what it set, as a line.
+  /// rate alone (where it ran beside the step's copies, their share of the host's memory
+  /// given back: adamwSlowdown). Returns what it set, as a line.
   std::string calibrate(DeviceProfile &profile) const;
+  /// The step's updates ran after its copies (several runs a step), not beside them.
+  void updatesRanAlone() { updatesBesideCopies = false; }
 
 private:
   FamilyTime families[kOpFamilies];
   std::map<std::string, FamilyTime> ops;
   double stepMs = 0;
+  bool updatesBesideCopies = true;
 };
 
 } // namespace mt

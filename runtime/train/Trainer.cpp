@@ -162,6 +162,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     if (settings.profile) {
       record.profile.add(OpFamily::AdamW, updateNanos[record.step & 1] / 1e6, updateBytes,
                          plan.parameters_size(), updatedParameters);
+      if (!overlapped)
+        record.profile.updatesRanAlone();
       StepMeasureList families = record.profile.measures();
       record.deviceMeasures.insert(record.deviceMeasures.end(), families.begin(), families.end());
       lastProfile = record.profile;
@@ -338,7 +340,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     }
     if (overlapped && reportedThrough < outcome.ranThrough)
       report(finishUpdates(outcome.ranThrough), std::chrono::steady_clock::now());
-    if (backend && !ranks && !settings.trace.empty() && outcome.ranThrough == steps)
+    if (backend && !ranks && !settings.trace.empty() && outcome.ranThrough == steps &&
+        steps > settings.resumed.step)
       backend->writeTrace(settings.trace, tracedUpdates);
     updates.reset(); // its worker reads what is declared after it
     if (settings.checkpoints)

@@ -83,6 +83,13 @@ int main() {
         "AdamW's rate alone: " + set);
   check(set.find("products 500 TFLOP/s, attention 150 TFLOP/s, memory-bound kernels") == 0,
         "the line: " + set);
+  // Updates that ran after the step's runs (several a step) shared nothing: as measured.
+  mt::StepProfile alone = profile;
+  alone.updatesRanAlone();
+  mt::DeviceProfile afterRuns;
+  alone.calibrate(afterRuns);
+  check(near(afterRuns.hostAdamParamsPerSecond, 2e7 / 4e-3),
+        "AdamW after the runs: " + std::to_string(afterRuns.hostAdamParamsPerSecond));
   std::printf("calibration: each rate over the time of the kernels counted in its unit, and "
               "AdamW's alone\n");
 
