@@ -10,7 +10,8 @@
 # another mt-run (a build before a change, carried beside, for the same rows in one call);
 # MT_ARGS more of mt-run's flags (e.g. --attention=own, mt's attention kernels against cuDNN's);
 # BENCH_PEER_KINDS (a regex over gpu and fsdpf) a subset of the peers; BENCH_TRACE (a regex
-# over row names) writes those rows' last step as trace-ROW.json into bench.tar.gz.
+# over row names) writes those rows' last step as trace-ROW.json into bench.tar.gz, and prints
+# scripts/trace_summary.py of it.
 set -uo pipefail
 final="${OUT:-/tmp/mt-device-bench}"
 out=$(mktemp -d)
@@ -47,6 +48,7 @@ for row in "${rows[@]}"; do
     --backend=cuda --profile --profile-into "$out/profile-$name.json" \
     --metrics "$out/mt-$name.jsonl" "${trace[@]}" ${MT_ARGS:-} >"$out/mt-$name.txt" 2>&1
   echo "-- mt $name: rc $?"
+  [[ ${#trace[@]} -gt 0 ]] && python3 scripts/trace_summary.py "$out/trace-$name.json" --gaps 3
   grep -E "^attention +\||cuDNN declines" "$out/mt-$name.txt" | head -3
   tail -n 14 "$out/mt-$name.txt"
   [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue
