@@ -7,6 +7,8 @@
 
 #include "passes/BufferLiveness.h"
 
+#include "llvm/ADT/ScopeExit.h"
+
 #include <cstdio>
 #include <optional>
 
@@ -19,6 +21,10 @@ using namespace mlir;
 using namespace mt;
 
 namespace {
+
+/// lighten-host takes another placement only for a step predicted this much of the one it has
+/// or less: a 3% gain is worth the device memory.
+constexpr double kLightenGain = 0.97;
 
 /// The layer calls of the training step's forward.
 int64_t layerCount(ModuleOp module) {
@@ -214,12 +220,16 @@ private:
   /// the trained step before its schedule, is consumed.
   LogicalResult lighten(ModuleOp &trained, ModuleOp unscheduled, llvm::StringRef mode,
                         int64_t &interval) {
+    // `unscheduled` ends here, unless it becomes the plan.
+    auto dropUnscheduled = llvm::make_scope_exit([&] {
+      if (unscheduled)
+        unscheduled->erase();
+    });
     FailureOr<StepEstimate> now = estimateStep(trained, profile, costOptions(interval, mode));
-    if (failed(now)) {
-      unscheduled->erase();
+    if (failed(now))
       return failure();
-    }
     const int64_t layers = now->layers; // each layer once, whatever the micro-batches
+    const double faster = now->predictedStepSeconds * kLightenGain;
     double best = now->predictedStepSeconds;
     std::optional<std::pair<bool, int64_t>> chosen;
     for (bool onDevice : {true, false}) {
@@ -232,22 +242,17 @@ private:
       // The most layers resident whose peak fits (it grows with them), by bisection; the
       // cost model's peak is the schedule's within a few percent: room is kept for that.
       auto fits = [&](const StepEstimate &step) { return step.peakDeviceBytes <= budget * 0.95; };
-      FailureOr<StepEstimate> least = estimate(0);
-      if (failed(least)) {
-        unscheduled->erase();
+      FailureOr<StepEstimate> step = estimate(0);
+      if (failed(step))
         return failure();
-      }
-      if (!fits(*least))
+      if (!fits(*step))
         continue;
       int64_t low = 0, high = layers; // low fits; the most that fits is in [low, high]
-      FailureOr<StepEstimate> step = least;
       while (low < high) {
         int64_t middle = (low + high + 1) / 2;
         FailureOr<StepEstimate> tried = estimate(middle);
-        if (failed(tried)) {
-          unscheduled->erase();
+        if (failed(tried))
           return failure();
-        }
         if (fits(*tried)) {
           low = middle;
           step = tried;
@@ -260,10 +265,8 @@ private:
         chosen = {onDevice, low};
       }
     }
-    if (!chosen || best > now->predictedStepSeconds * 0.97) {
-      unscheduled->erase();
+    if (!chosen || best > faster)
       return success();
-    }
     bool askedOnDevice = checkpointsOnDevice;
     int64_t askedResident = residentLayers;
     checkpointsOnDevice = chosen->first;
@@ -274,22 +277,22 @@ private:
     FailureOr<StepEstimate> scheduled =
         succeeded(fitted) ? estimateStep(unscheduled, profile, costOptions(*fitted, mode))
                           : FailureOr<StepEstimate>(failure());
-    if (failed(scheduled) || scheduled->predictedStepSeconds > now->predictedStepSeconds * 0.97) {
-      unscheduled->erase();
+    if (failed(scheduled) || scheduled->predictedStepSeconds > faster) {
       checkpointsOnDevice = askedOnDevice;
       residentLayers = askedResident;
       return failedPipeline ? failure() : success();
     }
-    best = scheduled->predictedStepSeconds;
     trained->erase();
     trained = unscheduled;
+    unscheduled = nullptr;
     interval = *fitted;
     char numbers[160];
     std::snprintf(numbers, sizeof numbers,
                   "checkpoints on the %s, %lld of %lld layers resident: the cost model predicts "
                   "%.3g s against %.3g s",
                   chosen->first ? "device" : "host", static_cast<long long>(chosen->second),
-                  static_cast<long long>(layers), best, now->predictedStepSeconds);
+                  static_cast<long long>(layers), scheduled->predictedStepSeconds,
+                  now->predictedStepSeconds);
     placement = std::string(numbers) + " (AdamW behind, sharing host memory with the copies)";
     return success();
   }

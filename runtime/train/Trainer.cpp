@@ -85,31 +85,27 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
         backend->sharedUpdates(std::move(optimizer), {[&](int p) { return gradients[p]; }, lrAt,
                                                       [&](int p) { return decays[p]; }});
   // --profile: the CPU time of each step's updates (the worker runs one at a time) and the
-  // bytes AdamW reads and writes; the records of two steps may be open at once.
+  // bytes AdamW reads and writes; the records of two steps may be open at once. The same
+  // timing gives --trace its updates.
   std::atomic<int64_t> updateNanos[2] = {0, 0};
   double updateBytes = 0, updatedParameters = 0;
   for (const ParameterState &parameter : state.parameters) {
     updateBytes += adamwBytes(parameter.count, parameter.streamCopy != nullptr);
     updatedParameters += static_cast<double>(parameter.count);
   }
-  if (settings.profile)
-    optimizer.update = [&, update = std::move(optimizer.update)](int p, int64_t step, float clip) {
-      auto begin = std::chrono::steady_clock::now();
-      double squares = update(p, step, clip);
-      updateNanos[step & 1] += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now() - begin)
-                                   .count();
-      return squares;
-    };
   // --trace: the updates that run from the last step's start on, beside its streams (the
   // worker alone appends; the trace is written once it has finished).
   std::vector<UpdateSpan> tracedUpdates;
-  if (!settings.trace.empty())
+  const bool traced = !settings.trace.empty();
+  if (settings.profile || traced)
     optimizer.update = [&, update = std::move(optimizer.update)](int p, int64_t step, float clip) {
       auto begin = std::chrono::steady_clock::now();
       double squares = update(p, step, clip);
-      if (step >= steps - 1)
-        tracedUpdates.push_back({p, step, begin, std::chrono::steady_clock::now()});
+      auto end = std::chrono::steady_clock::now();
+      updateNanos[step & 1] +=
+          std::chrono::duration_cast<std::chrono::nanoseconds>(end - begin).count();
+      if (traced && step >= steps - 1)
+        tracedUpdates.push_back({p, step, begin, end});
       return squares;
     };
   // A checkpoint written while the next steps run: an update first waits for its
