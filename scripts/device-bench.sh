@@ -25,15 +25,15 @@ steps=${BENCH_STEPS:-5}
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8r perf-3.8b-8r 4b 8 -"
-  "3.8b-8a perf-3.8b-8a 4b 8 -"
+  "3.8b-8h perf-3.8b-8h 4b 8 -"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
   "32bl-8 perf-32bl-8 32bl 8 gpu"
   "32bl-8r perf-32bl-8r 32bl 8 -"
-  "32bl-8a perf-32bl-8a 32bl 8 -"
+  "32bl-8h perf-32bl-8h 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
   "120bl-8r perf-120bl-8r 120bl 8 -"
-  "120bl-8a perf-120bl-8a 120bl 8 -"
+  "120bl-8h perf-120bl-8h 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"
 )
 $run --calibrate "$out/calibrated.json" --backend=cuda >"$out/calibrate.txt" 2>&1

@@ -62,11 +62,11 @@ llvm::cl::opt<std::string> accumulation("accumulation",
                                         llvm::cl::init("auto"), llvm::cl::cat(category));
 llvm::cl::opt<std::string>
     checkpoints("checkpoints",
-                llvm::cl::desc("Where layer inputs wait for the backward: host (the default), "
-                               "device, or auto (host, unless the CPU's AdamW is behind and the "
-                               "device has room for checkpoints and resident weights that make "
-                               "the step at least 3% faster; host with --resident-layers)"),
-                llvm::cl::init("host"), llvm::cl::cat(category));
+                llvm::cl::desc("Where layer inputs wait for the backward: auto (the default: "
+                               "host, unless the CPU's AdamW is behind and the device has room "
+                               "for checkpoints and resident weights that make the step at "
+                               "least 3% faster; host with --resident-layers), host or device"),
+                llvm::cl::init("auto"), llvm::cl::cat(category));
 llvm::cl::opt<std::string> devicePrecision(
     "device-precision",
     llvm::cl::desc("How the device stores weights and activations: bf16 (the default; "
