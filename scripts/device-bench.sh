@@ -21,24 +21,28 @@ run=${MT_RUN:-build/tools/mt-run}
 plans=build/device
 steps=${BENCH_STEPS:-5}
 
-# name | mt plan | peer model | sequences a step; the peers run where they fit on the GPU.
+# name | mt plan | peer model | sequences a step | mt-run's own flags; the peers run where
+# they fit on the GPU. -8p: the gradients pulled (mt-run --pull-gradients).
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
+  "3.8b-8p perf-3.8b-8 4b 8 - --pull-gradients"
   "3.8b-8r perf-3.8b-8r 4b 8 -"
   "3.8b-8h perf-3.8b-8h 4b 8 -"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
   "32bl-8 perf-32bl-8 32bl 8 gpu"
+  "32bl-8p perf-32bl-8 32bl 8 - --pull-gradients"
   "32bl-8r perf-32bl-8r 32bl 8 -"
   "32bl-8h perf-32bl-8h 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
+  "120bl-8p perf-120bl-8 120bl 8 - --pull-gradients"
   "120bl-8r perf-120bl-8r 120bl 8 -"
   "120bl-8h perf-120bl-8h 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"
 )
 $run --calibrate "$out/calibrated.json" --backend=cuda >"$out/calibrate.txt" 2>&1
 for row in "${rows[@]}"; do
-  read -r name plan model sequences peers <<<"$row"
+  read -r name plan model sequences peers flags <<<"$row"
   [[ "$name" =~ ${BENCH_ROWS:-.} ]] || continue
   echo "== mt $name"
   cp "$out/calibrated.json" "$out/profile-$name.json"
@@ -46,7 +50,7 @@ for row in "${rows[@]}"; do
   [[ -n "${BENCH_TRACE:-}" && "$name" =~ $BENCH_TRACE ]] && trace=(--trace "$out/trace-$name.json")
   $run $plans/$plan.mtp --init random --data $plans/perf.tokens --steps "$steps" --lr 1e-4 \
     --backend=cuda --profile --profile-into "$out/profile-$name.json" \
-    --metrics "$out/mt-$name.jsonl" "${trace[@]}" ${MT_ARGS:-} >"$out/mt-$name.txt" 2>&1
+    --metrics "$out/mt-$name.jsonl" "${trace[@]}" ${flags:-} ${MT_ARGS:-} >"$out/mt-$name.txt" 2>&1
   echo "-- mt $name: rc $?"
   [[ ${#trace[@]} -gt 0 ]] && python3 scripts/trace_summary.py "$out/trace-$name.json" --gaps 3
   grep -E "^attention +\||cuDNN declines" "$out/mt-$name.txt" | head -3

@@ -420,20 +420,47 @@ sys.exit(1 if not last or twice or early or late else 0)"
 part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 8 \
   --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda --metrics "$out/llama-1b-clip.jsonl"
 
+# Pulled gradients (mt-run --pull-gradients): the gradient ring in device memory, each update
+# pulling its gradient across PCIe in 16 MB chunks (the 1.1B model's embedding and head in 16
+# each). The updates are elementwise those of landed gradients: with cuDNN's deterministic
+# backward both runs give the same losses, bit for bit; their norms sum the chunks' squares in
+# another order.
+pulled_same_losses() {
+  for how in landed pulled; do
+    local flags=()
+    [[ $how == pulled ]] && flags=(--pull-gradients)
+    $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 6 --lr 3e-4 \
+      --warmup 4 --backend=cuda --attention=cudnn-deterministic "${flags[@]}" \
+      --metrics "$out/llama-1b-$how.jsonl" || return 1
+  done
+  python3 - "$out/llama-1b-landed.jsonl" "$out/llama-1b-pulled.jsonl" <<'PY'
+import json, sys
+runs = [[json.loads(line) for line in open(path)] for path in sys.argv[1:]]
+assert runs[1][-1].get("gradient_ring_device_bytes", 0) > 0, "no gradient was pulled"
+for a, b in zip(*runs):
+    assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])
+    assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-6 * a["grad_norm"], (a, b)
+print(len(runs[0]), "steps, the same losses landed and pulled; step ms landed",
+      [round(r["ms"]) for r in runs[0]], "pulled", [round(r["ms"]) for r in runs[1]])
+PY
+}
+part llama-1b-pulled pulled_same_losses
+
 # Measured device memory (the executor's buffers and the most scratch a command used) within
 # the plan's peak (its arena and reserve), at every step of every device run but the
 # serialized one, which gives every buffer its own memory on purpose. cuDNN's own workspace,
-# for an engine asking more than the plan's scratch holds, is cuDNN's choice at run time: it
-# is reported, and left out of the comparison.
+# for an engine asking more than the plan's scratch holds, is cuDNN's choice at run time, and
+# the ring of pulled gradients (mt-run --pull-gradients) mt-run's: both are reported, and left
+# out of the comparison.
 part memory python3 -c "
 import glob, json, sys
 rows = [(f, json.loads(line)) for f in sorted(glob.glob('$out/*.jsonl')) for line in open(f)]
 rows = [(f, r) for f, r in rows if 'plan_peak_bytes' in r and 'serial' not in f]
-beside = lambda r: r.get('cudnn_beside_bytes', 0)
+beside = lambda r: r.get('cudnn_beside_bytes', 0) + r.get('gradient_ring_device_bytes', 0)
 over = [(f, r['step']) for f, r in rows if r['device_bytes'] - beside(r) > r['plan_peak_bytes']]
 cudnn = sorted({(f, beside(r)) for f, r in rows if beside(r) > 0})
 print(len(rows), 'device steps;', len(over), 'over the plan:', over)
-print('cuDNN workspace beside the plan:', cudnn)
+print('cuDNN workspace and pulled gradients beside the plan:', cudnn)
 sys.exit(1 if over or not rows else 0)"
 
 # Side by side with the peers (shared/bench/peer_bench.py) at their "1b" shape, 4 x 2048

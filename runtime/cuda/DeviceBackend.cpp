@@ -75,6 +75,7 @@ public:
     options.profileKernels = settings.profile;
     options.collectives = nccl.get();
     options.gradientRing = settings.gradientsConsumedOnLanding;
+    options.pullGradients = settings.pullGradients;
     options.attention = settings.attention;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
     // This rank updates its shards, from gradients the device averaged, as the updates
@@ -93,7 +94,15 @@ public:
     losses[step & 1] = last.loss;
     return last.loss;
   }
-  float *gradient(int p) override { return executor->gradient(p); }
+  float *gradient(int p) override {
+    if (executor->gradientOnDevice(p))
+      throw std::logic_error("the gradient of " + plan.parameters(p).name() +
+                             " is pulled from the device: read it through readGradient");
+    return executor->gradient(p);
+  }
+  void readGradient(int p, int64_t count, const GradientVisitor &visit) override {
+    executor->pullGradient(p, count, visit);
+  }
 
   bool overlapsUpdates() const override { return true; }
   void onGradient(std::function<void(int p)> listener) override {
@@ -207,6 +216,10 @@ void DeviceBackend::printStartup(int64_t parameters) const {
               gib(static_cast<double>(memory.arena)), memory.scratch / 1048576.0,
               memory.blasWorkspace / 1048576.0, memory.inputs / 1024.0, memory.constants / 1024.0);
   std::printf("attention   | %s\n", executor->attentionKernels().c_str());
+  if (memory.gradientRing > 0)
+    std::printf("gradients   | pulled: a ring of %.3f GiB of device memory beside the plan's, "
+                "each update pulling its gradient across PCIe in 16 MB chunks\n",
+                gib(static_cast<double>(memory.gradientRing)));
   if (nccl)
     std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (its "
                 "shards) | gradients averaged and weights gathered on the device, a "
@@ -246,6 +259,8 @@ StepMeasureList DeviceBackend::measures() const {
           // cuDNN's own workspace for engines asking more than the plan's scratch: in
           // device_bytes, beyond what the compiler can count (cuDNN picks the engine).
           {"cudnn_beside_bytes", static_cast<double>(executor->memory().cudnnBeside)},
+          // mt-run --pull-gradients: the gradients' ring, in device_bytes beside the plan's.
+          {"gradient_ring_device_bytes", static_cast<double>(executor->memory().gradientRing)},
           {"cudnn_attention_forward_calls", static_cast<double>(cudnnForward)},
           {"cudnn_attention_backward_calls", static_cast<double>(cudnnBackward)}};
 }

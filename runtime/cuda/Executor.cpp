@@ -15,12 +15,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace mt::cuda {
 
 namespace {
 
 constexpr int64_t kPage = 4096;
+
+/// Pulled gradients cross in chunks of 4Mi elements (16 MB) through four pinned slots: chunks
+/// that small stay in the last-level cache from the DMA's write to the update's read, where
+/// 64 MB chunks no longer did (mt-gpu-landing-bench; docs/PERFORMANCE.md).
+constexpr int64_t kPullChunk = int64_t{1} << 22;
+constexpr int kPullSlots = 4;
+/// Device memory the pulled gradients' ring leaves free beside the plan's: cuDNN's own
+/// workspace, for engines asking more than the plan's scratch, comes from it.
+constexpr int64_t kPullMargin = int64_t{1} << 30;
 
 int64_t pageAlign(int64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
@@ -146,6 +156,7 @@ struct Executor::Layout {
   std::vector<std::vector<int64_t>> ownOffsets; // serialized: per step command, its results'
   std::vector<int64_t> ownWorkspace;            // serialized: per step command
   std::vector<int64_t> hostOffsets;             // per step value, -1 when not on the host
+  std::vector<int64_t> ringOffsets;             // per step value, -1 when not in the device's ring
   int64_t hostBytes = 0, hostPoolBytes = 0;
 };
 
@@ -354,8 +365,32 @@ void Executor::placeOffloads(Layout &layout) {
         hostBytes += offloadBytes[id];
       }
   }
-  if (!ringOrder.empty())
-    hostBytes += placeGradientRing(ringOrder, offloadBytes, hostBytes, hostOffsets);
+  layout.ringOffsets.assign(stepProgram.values_size(), -1);
+  if (!ringOrder.empty() && options.pullGradients) {
+    // The ring goes beside the plan's memory, as deep as the plan asks or the device's free
+    // memory allows, less a margin for cuDNN's own workspace.
+    size_t freeBytes = 0, totalBytes = 0;
+    MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+    int64_t room = static_cast<int64_t>(freeBytes) - kPullMargin;
+    int64_t ringBytes = placeGradientRing(ringOrder, offloadBytes, 0, layout.ringOffsets, room);
+    if (ringBytes > room) {
+      char message[256];
+      std::snprintf(message, sizeof message,
+                    "--pull-gradients: the gradient ring needs %.2f GiB of device memory beside "
+                    "the plan's (%lld layers' gradients), but the device has %.2f GiB free",
+                    ringBytes / 1073741824.0, static_cast<long long>(kLeastGradientRingLayers),
+                    freeBytes / 1073741824.0);
+      throw CudaError(message);
+    }
+    deviceRing = DeviceAllocation::create(ringBytes);
+    deviceMemory.gradientRing = ringBytes;
+    onDeviceRing.assign(stepProgram.values_size(), 0);
+    for (int id : ringOrder)
+      onDeviceRing[id] = 1;
+  } else if (!ringOrder.empty()) {
+    hostBytes += placeGradientRing(ringOrder, offloadBytes, hostBytes, hostOffsets,
+                                   std::numeric_limits<int64_t>::max());
+  }
   // A parameter the loss does not reach has a constant zero gradient: it gets a zeroed host
   // slot, like an offloaded gradient (shared when parameters share the constant).
   for (int p = 0; p < stepProgram.gradients_size(); ++p) {
@@ -395,7 +430,9 @@ void Executor::placeOffloads(Layout &layout) {
         const DeviceTensor &from = step->values[command.operands(r)];
         int id = command.results(r);
         step->values[id] = from;
-        step->values[id].data = hostPool.get() + hostOffsets[id];
+        step->values[id].data = layout.ringOffsets[id] >= 0
+                                    ? deviceRing.data() + layout.ringOffsets[id]
+                                    : hostPool.get() + hostOffsets[id];
       }
   for (int p : constantGradients) {
     DeviceTensor &zero = step->values[stepProgram.gradients(p)];
@@ -420,7 +457,8 @@ void Executor::bindStep(const Layout &layout) {
   for (int p = 0; p < stepProgram.gradients_size(); ++p) {
     int id = stepProgram.gradients(p);
     const DeviceTensor &gradient = step->values.at(id);
-    if (layout.hostOffsets[id] < 0 || gradient.storage != Storage::F32)
+    if ((layout.hostOffsets[id] < 0 && layout.ringOffsets[id] < 0) ||
+        gradient.storage != Storage::F32)
       throw CudaError("the gradient of " + plan.parameters(p).name() +
                       " is not offloaded to the host in fp32; recompile the plan with this mtc");
     gradients.push_back(reinterpret_cast<float *>(gradient.data));
@@ -469,6 +507,15 @@ void Executor::start(const Layout &layout) {
   pinned = std::make_unique<PinnedMemory>(regions);
 
   streams = {Stream::create(), Stream::create(), Stream::create()};
+  if (deviceRing) {
+    float *slots = nullptr;
+    MT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&slots),
+                                kPullSlots * kPullChunk * sizeof(float), cudaHostAllocDefault));
+    pullSlots.reset(slots);
+    pullStream = Stream::create();
+    for (int s = 0; s < kPullSlots; ++s)
+      pulled.push_back(Event::forOrdering());
+  }
   for (int e = 0; e < plan.events(); ++e)
     events.push_back(Event::forOrdering());
   clock.begin = Event::forTiming();
@@ -495,7 +542,7 @@ void Executor::drain() {
 
 int64_t Executor::placeGradientRing(const std::vector<int> &order,
                                     const std::vector<int64_t> &bytes, int64_t base,
-                                    std::vector<int64_t> &hostOffsets) {
+                                    std::vector<int64_t> &hostOffsets, int64_t most) {
   // The plan's depth in the largest layer's gradients (mt-fit-step's, by the cost model: the
   // layers landed while the CPU still updates earlier ones), the least in a plan without one.
   int64_t depth =
@@ -509,6 +556,8 @@ int64_t Executor::placeGradientRing(const std::vector<int> &order,
     total += layer.second;
   }
   int64_t capacity = gradientRingBytes(depth, unit, total);
+  while (capacity > most && depth > kLeastGradientRingLayers)
+    capacity = gradientRingBytes(--depth, unit, total);
   std::vector<int64_t> sizes;
   for (int id : order)
     sizes.push_back(bytes[id]);
@@ -522,6 +571,35 @@ int64_t Executor::placeGradientRing(const std::vector<int> &order,
         ringOccupants[gradientParameter[order[i]]].push_back({gradientParameter[order[j]], j < i});
   landedRun.assign(plan.step().gradients_size(), 0);
   return capacity;
+}
+
+void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) {
+  const float *from = gradients.at(p);
+  if (!gradientOnDevice(p)) {
+    visit(from, 0, count);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(pullMutex);
+  const int64_t chunks = (count + kPullChunk - 1) / kPullChunk;
+  auto slot = [&](int64_t k) { return pullSlots.get() + (k % kPullSlots) * kPullChunk; };
+  auto issue = [&](int64_t k) {
+    int64_t first = k * kPullChunk;
+    MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), from + first,
+                                  std::min(kPullChunk, count - first) * sizeof(float),
+                                  cudaMemcpyDeviceToHost, pullStream));
+    MT_CUDA_CHECK(cudaEventRecord(pulled[k % kPullSlots], pullStream));
+  };
+  // Each slot's next chunk is pulled once the update has read the one before: the chunk then
+  // lands while the update reads the three ahead of it.
+  for (int64_t k = 0; k < std::min<int64_t>(kPullSlots, chunks); ++k)
+    issue(k);
+  for (int64_t k = 0; k < chunks; ++k) {
+    MT_CUDA_CHECK(cudaEventSynchronize(pulled[k % kPullSlots]));
+    int64_t first = k * kPullChunk;
+    visit(slot(k), first, std::min(kPullChunk, count - first));
+    if (k + kPullSlots < chunks)
+      issue(k + kPullSlots);
+  }
 }
 
 void Executor::gradientLanded(void *data) {
@@ -778,10 +856,16 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
           shard = shardOf(from.size(), collectives->rank(), collectives->size());
         }
         int64_t width = widthOf(from.storage);
-        pinned->copy(static_cast<char *>(from.data) + shard.begin * width,
-                     static_cast<char *>(results[r].data) + shard.begin * width,
-                     shard.size() * width, cudaMemcpyDeviceToHost, stream);
-        measures.copiedBytes[1] += shard.size() * width;
+        if (!onDeviceRing.empty() && onDeviceRing[command.results(r)]) {
+          // Into the device's ring: the update pulls it across PCIe.
+          MT_CUDA_CHECK(cudaMemcpyAsync(results[r].data, from.data, from.bytes(),
+                                        cudaMemcpyDeviceToDevice, stream));
+        } else {
+          pinned->copy(static_cast<char *>(from.data) + shard.begin * width,
+                       static_cast<char *>(results[r].data) + shard.begin * width,
+                       shard.size() * width, cudaMemcpyDeviceToHost, stream);
+          measures.copiedBytes[1] += shard.size() * width;
+        }
         if (gradientListener && p >= 0)
           MT_CUDA_CHECK(cudaLaunchHostFunc(stream, gradientLanded, &notices[command.results(r)]));
       }

@@ -51,6 +51,11 @@ struct ExecutorOptions {
   /// Only where each update starts as its gradient lands and nothing reads it after; off
   /// when serialized (no reuse) and with collectives.
   bool gradientRing = false;
+  /// With the ring: it lies in device memory instead (a device-to-device copy lands each
+  /// gradient), and each update pulls its gradient into host memory a chunk at a time just
+  /// before reading it (pullGradient): the DMA then writes into the CPU's last-level cache,
+  /// and the gradient need not cross the host's memory, which AdamW is bound by.
+  bool pullGradients = false;
   /// The kernels of fused attention (cuDNN's where they serve, or mt's own).
   AttentionKernels attention = AttentionKernels::Cudnn;
 };
@@ -80,8 +85,10 @@ struct DeviceMemory {
   int64_t arena = 0, scratch = 0, blasWorkspace = 0, constants = 0, inputs = 0, staging = 0;
   int64_t scratchUsed = 0; // the most one command's kernels have used
   int64_t cudnnBeside = 0; // cuDNN's own, for calls the scratch could not hold
+  int64_t gradientRing = 0; // pulled gradients' ring (ExecutorOptions::pullGradients)
   int64_t total() const {
-    return arena + scratch + blasWorkspace + constants + inputs + staging + cudnnBeside;
+    return arena + scratch + blasWorkspace + constants + inputs + staging + cudnnBeside +
+           gradientRing;
   }
 };
 
@@ -119,8 +126,17 @@ public:
   /// not read.
   std::vector<int> readOrder() const;
 
-  /// The step's fp32 gradient of plan parameter `p`, in pinned host memory.
+  /// The step's fp32 gradient of plan parameter `p`, in pinned host memory, or in device
+  /// memory where it is pulled (gradientOnDevice).
   float *gradient(int p) const { return gradients.at(p); }
+  bool gradientOnDevice(int p) const {
+    return !onDeviceRing.empty() && onDeviceRing[plan.step().gradients(p)];
+  }
+  /// Hands `visit` parameter p's gradient (its `count` elements) from host memory: whole, or
+  /// where it waits in device memory, a chunk at a time (`first`, `count`) pulled just before.
+  /// From one thread at a time, after p's gradient has landed.
+  using GradientVisitor = std::function<void(const float *chunk, int64_t first, int64_t count)>;
+  void pullGradient(int p, int64_t count, const GradientVisitor &visit);
   const DeviceMemory &memory() const { return deviceMemory; }
   /// Which kernels run fused attention, in a line: cuDNN's (its version; the calls it ran
   /// and a shape it declined, once steps have run) or mt's own (and why).
@@ -160,8 +176,10 @@ private:
   /// Places the gradients `order` (step value ids, in landing order) in a ring at `base` of
   /// the host block, sets ringOccupants, and returns the ring's bytes.
   /// `bytes` holds each offloaded value's host bytes.
+  /// The ring is the plan's depth, or where that is more than `most` bytes, as deep as fits
+  /// in them (at least kLeastGradientRingLayers).
   int64_t placeGradientRing(const std::vector<int> &order, const std::vector<int64_t> &bytes,
-                            int64_t base, std::vector<int64_t> &hostOffsets);
+                            int64_t base, std::vector<int64_t> &hostOffsets, int64_t most);
   /// Blocks until parameter `p`'s gradient of this run has landed (throws if the step failed).
   void awaitLanding(int p);
   /// A CUDA host function after a gradient's offload (`data`: its GradientNotice): hands it
@@ -215,6 +233,17 @@ private:
   // goes first.
   std::unique_ptr<char, FreeHostBlock> hostPool;
   std::unique_ptr<PinnedMemory> pinned;
+  /// Pulled gradients: the ring in device memory (per step value, whether it lies there),
+  /// and the pinned slots each update pulls its chunks through on a stream of its own.
+  DeviceAllocation deviceRing;
+  std::vector<char> onDeviceRing;
+  struct FreePinned {
+    void operator()(float *slots) const { cudaFreeHost(slots); }
+  };
+  std::unique_ptr<float, FreePinned> pullSlots;
+  Stream pullStream;
+  std::vector<Event> pulled; // per slot: its chunk has landed
+  std::mutex pullMutex;
   std::unique_ptr<Program> step;
   std::vector<std::unique_ptr<Program>> templates;
   std::vector<float *> gradients;

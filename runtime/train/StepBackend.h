@@ -44,6 +44,9 @@ struct BackendSettings {
   /// one run a step, no ranks: the Trainer's gated guard), so a backend may land later
   /// gradients in the host memory of earlier ones once their updates have run.
   bool gradientsConsumedOnLanding = false;
+  /// cuda, with gradientsConsumedOnLanding: the gradients wait in device memory and each
+  /// update pulls its own into host memory a chunk at a time (readGradient).
+  bool pullGradients = false;
   /// Time every kernel of a step (mt-run --profile): profile() then tells the last step's
   /// time by op family. It costs a little of the overlap (a timing event pair a kernel).
   bool profile = false;
@@ -74,6 +77,14 @@ public:
   /// returns the loss. gradient(p) holds p's gradient until the next run.
   virtual double run(const TokenInputs &inputs, int64_t step, int64_t microBatch) = 0;
   virtual float *gradient(int p) = 0;
+  /// Hands `visit` p's gradient (its `count` elements) in host memory: gradient(p) whole, or
+  /// where a backend keeps it on the device (BackendSettings::pullGradients), a chunk at a
+  /// time (`first`, `count`), each pulled just before. From the update worker, after p's
+  /// gradient has landed.
+  using GradientVisitor = std::function<void(const float *chunk, int64_t first, int64_t count)>;
+  virtual void readGradient(int p, int64_t count, const GradientVisitor &visit) {
+    visit(gradient(p), 0, count);
+  }
 
   /// Whether gradients land while run() goes on (onGradient), and the next run waits for
   /// each parameter's update (awaitParameter): the trainer's updates overlap the step, and

@@ -68,17 +68,36 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   // overlapping the backward.
   const bool gated = overlapped && adamw.grad_clip() <= 0 && !shared;
   const bool measuringPass = settings.clipByMeasuringPass;
+  // What p's update and measure read: where the updates overlap the backend's step, the
+  // gradient through the backend (which may pull it from the device a chunk at a time);
+  // else the host buffers the trainer holds (the backend's, or their sum over the runs).
+  auto readGradient = [&](int p, const StepBackend::GradientVisitor &visit) {
+    if (overlapped)
+      backend->readGradient(p, counts[p], visit);
+    else
+      visit(gradients[p], 0, counts[p]);
+  };
   OverlappedUpdates::Optimizer optimizer;
   optimizer.update = [&](int p, int64_t step, float clip) {
     const ParameterState &parameter = state.parameters[p];
-    return adamwUpdate(parameter.master, parameter.firstMoment, parameter.secondMoment,
-                       gradients[p], parameter.count, lrAt(step), decays[p].rate, adamw, step,
-                       parameter.streamCopy, clip, decays[p].center,
-                       // A measured step's updating run is not the measured one (cuDNN's
-                       // atomic dq differs in its last bits): what is not finite stays out.
-                       /*guarded=*/gated || measuringPass);
+    double squares = 0;
+    readGradient(p, [&](const float *grad, int64_t first, int64_t count) {
+      squares += adamwUpdate(
+          parameter.master + first, parameter.firstMoment + first, parameter.secondMoment + first,
+          grad, count, lrAt(step), decays[p].rate, adamw, step,
+          parameter.streamCopy ? parameter.streamCopy + first : nullptr, clip, decays[p].center,
+          // A measured step's updating run is not the measured one (cuDNN's atomic dq
+          // differs in its last bits): what is not finite stays out.
+          /*guarded=*/gated || measuringPass);
+    });
+    return squares;
   };
-  optimizer.measure = [&](int p) { return squaredNorm(gradients[p], counts[p]); };
+  optimizer.measure = [&](int p) {
+    double squares = 0;
+    readGradient(
+        p, [&](const float *grad, int64_t, int64_t count) { squares += squaredNorm(grad, count); });
+    return squares;
+  };
   optimizer.norm = [](double squares) { return std::sqrt(squares); };
   if (shared)
     optimizer =
@@ -134,7 +153,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
         gated ? OverlappedUpdates::Guard::Gated : OverlappedUpdates::Guard::Whole,
         /*halt=*/settings.stopOnNonFinite, measuringPass);
   if (overlapped) {
-    for (int p = 0; p < parameterCount; ++p)
+    for (int p = 0; shared && p < parameterCount; ++p) // the ranks' own updates read them
       gradients[p] = backend->gradient(p);
     backend->onGradient([&](int p) { updates->landed(p, currentStep); });
     backend->awaitParameter([&](int p) { updates->waitFor(p); });
