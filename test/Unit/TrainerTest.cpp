@@ -7,6 +7,7 @@
 #include "test/Unit/Expect.h"
 #include "test/Unit/StateBits.h"
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -100,6 +101,17 @@ public:
     return mean;
   }
   float *gradient(int p) override { return gradients[p].data(); }
+  /// With `chunk` > 0, each gradient is read `chunk` elements at a time from a buffer of its
+  /// own, as the CUDA backend hands over pulled gradients.
+  void readGradient(int p, int64_t count, const GradientVisitor &visit) override {
+    if (chunk <= 0)
+      return StepBackend::readGradient(p, count, visit);
+    for (int64_t first = 0; first < count; first += chunk) {
+      int64_t n = std::min(chunk, count - first);
+      std::vector<float> slot(gradients[p].begin() + first, gradients[p].begin() + first + n);
+      visit(slot.data(), first, n);
+    }
+  }
   bool overlapsUpdates() const override { return overlapping; }
   void onGradient(std::function<void(int)> listener) override { landed = std::move(listener); }
   void awaitParameter(std::function<void(int)> wait) override { await = std::move(wait); }
@@ -108,6 +120,7 @@ public:
   int64_t nanAt = -1;  // the step whose gradient of w1 holds a NaN
   int64_t stopAt = -1; // the step during which `stop` is set
   int64_t failAt = -1; // the step whose run throws
+  int64_t chunk = 0;   // elements of a gradient readGradient hands over at a time (0: whole)
   volatile std::sig_atomic_t *stop = nullptr;
 
 private:
@@ -144,7 +157,7 @@ struct Run {
 Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlapping,
           mt::TrainerSettings settings, const std::string &metrics = "",
           const std::string &resumeFrom = "", int64_t nanAt = -1, int64_t stopAt = -1,
-          int64_t failAt = -1) {
+          int64_t failAt = -1, int64_t chunk = 0) {
   mt::HostState state(plan, /*streamCopy=*/false);
   state.initializeRandomly(7);
   mt::TokenData data(tokens, "u16");
@@ -160,6 +173,7 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   backend.nanAt = nanAt;
   backend.stopAt = stopAt;
   backend.failAt = failAt;
+  backend.chunk = chunk;
   volatile std::sig_atomic_t stop = 0;
   backend.stop = &stop;
   mt::Trainer trainer(plan, state, &backend, nullptr, data, inputs, decays, log, settings);
@@ -187,6 +201,12 @@ int main(int argc, char **argv) {
   check(slurp(dir + "/after.jsonl").find("\"step\":6") != std::string::npos,
         "the metrics hold step 6");
   std::printf("updates after the step and overlapping it: the same bits\n");
+  // Each gradient read three elements at a time (the update of each chunk where its master,
+  // moments and gradient lie): the same elementwise AdamW.
+  Run chunked = train(plan, tokens, /*overlapping=*/true, settings, "", "", -1, -1, -1,
+                      /*chunk=*/3);
+  check(same(after.bits, chunked.bits), "gradients read in chunks give other bits");
+  std::printf("gradients read a chunk at a time (pulled): the same bits\n");
 
   // Two sample-major micro-batches: two runs a step, two batches of the stream, and the loss
   // their mean: each sequence's window is 4 inputs and the next token, so the inputs are
