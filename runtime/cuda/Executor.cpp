@@ -374,11 +374,14 @@ void Executor::placeOffloads(Layout &layout) {
     int64_t room = static_cast<int64_t>(freeBytes) - kPullMargin;
     int64_t ringBytes = placeGradientRing(ringOrder, offloadBytes, 0, layout.ringOffsets, room);
     if (ringBytes > room) {
-      char message[256];
+      char message[384];
       std::snprintf(message, sizeof message,
-                    "--pull-gradients: the gradient ring needs %.2f GiB of device memory beside "
-                    "the plan's (%lld layers' gradients), but the device has %.2f GiB free",
-                    ringBytes / 1073741824.0, static_cast<long long>(kLeastGradientRingLayers),
+                    "--pull-gradients: the least gradient ring (%lld layers' gradients) needs "
+                    "%.2f GiB of device memory beside the plan's, but the device has %.2f GiB "
+                    "free, less 1 GiB kept for cuDNN's and the first step's own allocations; "
+                    "compile the plan for less device memory (mtc --device-memory) or run "
+                    "without --pull-gradients",
+                    static_cast<long long>(kLeastGradientRingLayers), ringBytes / 1073741824.0,
                     freeBytes / 1073741824.0);
       throw CudaError(message);
     }

@@ -74,6 +74,9 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
   if (options.pullGradients && std::string(kind.name) != "cuda")
     throw std::runtime_error("--pull-gradients needs the CUDA backend (this run's is " +
                              std::string(kind.name) + ")");
+  if (options.pullGradients && options.serialize)
+    throw std::runtime_error("--pull-gradients needs the gradient ring, which --serialize turns "
+                             "off (every buffer its own memory)");
   if (options.pullGradients && !settings.gradientsConsumedOnLanding)
     throw std::runtime_error(
         "--pull-gradients needs updates that start as gradients land: not with --grad-clip "
