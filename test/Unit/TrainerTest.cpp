@@ -151,14 +151,15 @@ struct Run {
   mt::Trainer::Outcome outcome;
   int64_t runs = 0;
   int64_t dataPosition = 0;
+  bool copiesMatch = true; // with bf16 copies: each the master's, rounded
 };
 
 /// Trains `plan` from a fixed start to step `settings.steps`, from `resumeFrom` when given.
 Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlapping,
           mt::TrainerSettings settings, const std::string &metrics = "",
           const std::string &resumeFrom = "", int64_t nanAt = -1, int64_t stopAt = -1,
-          int64_t failAt = -1, int64_t chunk = 0) {
-  mt::HostState state(plan, /*streamCopy=*/false);
+          int64_t failAt = -1, int64_t chunk = 0, bool streamCopy = false) {
+  mt::HostState state(plan, streamCopy);
   state.initializeRandomly(7);
   mt::TokenData data(tokens, "u16");
   if (!resumeFrom.empty()) {
@@ -180,6 +181,9 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   Run run;
   run.outcome = trainer.run(stop);
   run.bits = bitsOf(state);
+  for (const mt::ParameterState &parameter : state.parameters)
+    for (int64_t i = 0; parameter.streamCopy && i < parameter.count; ++i)
+      run.copiesMatch &= parameter.streamCopy[i] == mt::toBfloat16(parameter.master[i]);
   run.runs = backend.runs;
   run.dataPosition = data.position();
   return run;
@@ -202,10 +206,11 @@ int main(int argc, char **argv) {
         "the metrics hold step 6");
   std::printf("updates after the step and overlapping it: the same bits\n");
   // Each gradient read three elements at a time (the update of each chunk where its master,
-  // moments and gradient lie): the same elementwise AdamW.
+  // moments, bf16 copy and gradient lie): the same elementwise AdamW, every copy the master's.
   Run chunked = train(plan, tokens, /*overlapping=*/true, settings, "", "", -1, -1, -1,
-                      /*chunk=*/3);
+                      /*chunk=*/3, /*streamCopy=*/true);
   check(same(after.bits, chunked.bits), "gradients read in chunks give other bits");
+  check(chunked.copiesMatch, "a bf16 copy is not its master's after chunked updates");
   std::printf("gradients read a chunk at a time (pulled): the same bits\n");
 
   // Two sample-major micro-batches: two runs a step, two batches of the stream, and the loss
