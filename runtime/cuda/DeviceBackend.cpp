@@ -89,7 +89,10 @@ public:
   double run(const TokenInputs &inputs, int64_t step, int64_t) override {
     if (step == cuda::injectedFaultStep())
       cuda::launchTrap(nullptr); // the legacy stream: every stream of the executor then fails
+    int64_t pulledBefore = executor->gradientBytesPulled();
     last = executor->run(inputs);
+    // The updates pull while the steps run: the bytes since the last step's start.
+    pulledInStep = executor->gradientBytesPulled() - pulledBefore;
     used = std::max(used, baselineFree - freeDeviceBytes());
     losses[step & 1] = last.loss;
     return last.loss;
@@ -193,6 +196,7 @@ private:
   cuda::StepMeasures last;
   int64_t baselineFree = 0;  // free device memory before the executor allocated anything
   int64_t used = 0;          // device memory the process holds after the last step
+  int64_t pulledInStep = 0;  // gradient bytes the updates pulled while the last step ran
   double losses[2] = {0, 0}; // this rank's loss of the last two steps, then over the ranks
 };
 
@@ -251,6 +255,8 @@ StepMeasureList DeviceBackend::measures() const {
           {"tflops", plan.model_flops() / seconds / 1e12},
           {"h2d_gbps", last.copiedBytes[0] / seconds / 1e9},
           {"d2h_gbps", last.copiedBytes[1] / seconds / 1e9},
+          // mt-run --pull-gradients: the updates' pulls while the step ran, beside its d2h.
+          {"pulled_gbps", pulledInStep / seconds / 1e9},
           {"compute_busy", last.busyMs[1] / last.ms},
           {"device_bytes", static_cast<double>(held())},
           {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},

@@ -600,6 +600,7 @@ void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) 
     MT_CUDA_CHECK(cudaEventSynchronize(pulled[k % kPullSlots]));
     int64_t first = k * kPullChunk;
     visit(slot(k), first, std::min(kPullChunk, count - first));
+    pulledBytes += std::min(kPullChunk, count - first) * static_cast<int64_t>(sizeof(float));
     if (k + kPullSlots < chunks)
       issue(k + kPullSlots);
   }

@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -137,6 +138,8 @@ public:
   /// From one thread at a time, after p's gradient has landed.
   using GradientVisitor = std::function<void(const float *chunk, int64_t first, int64_t count)>;
   void pullGradient(int p, int64_t count, const GradientVisitor &visit);
+  /// The bytes pullGradient has moved across PCIe since the executor began.
+  int64_t gradientBytesPulled() const { return pulledBytes.load(); }
   const DeviceMemory &memory() const { return deviceMemory; }
   /// Which kernels run fused attention, in a line: cuDNN's (its version; the calls it ran
   /// and a shape it declined, once steps have run) or mt's own (and why).
@@ -244,6 +247,7 @@ private:
   Stream pullStream;
   std::vector<Event> pulled; // per slot: its chunk has landed
   std::mutex pullMutex;
+  std::atomic<int64_t> pulledBytes{0};
   std::unique_ptr<Program> step;
   std::vector<std::unique_ptr<Program>> templates;
   std::vector<float *> gradients;
