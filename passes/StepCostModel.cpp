@@ -433,7 +433,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // host's memory with it where the updates run beside them (not after several runs).
   const double adamwSeconds =
       (ringed
-           ? adamwSlowdown(estimate.params * (28.0 + (hostCopies ? 2 : 0)),
+           ? adamwSlowdown(adamwBytes(static_cast<double>(estimate.params), hostCopies),
                            static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep))
            : 1.0) /
       profile.hostAdamParamsPerSecond;

@@ -28,10 +28,16 @@ struct DeviceProfile {
 /// on the H200 (155 of 750 TFLOP/s counted, docs/PERFORMANCE.md).
 double attentionRate(const DeviceProfile &profile);
 
+/// The host-memory bytes one AdamW update of `count` elements reads and writes: the gradient,
+/// the master and both moments read, the master and moments written, and the bf16 copy.
+inline double adamwBytes(double count, bool bf16) {
+  return count * (4 * 4 + 3 * 4 + (bf16 ? 2 : 0));
+}
+
 /// How much longer AdamW takes within a step than alone (hostAdamParamsPerSecond is its rate
 /// alone): it is bound by the host's memory, which the step's copies share, each byte a copy
 /// moves over PCIe taking the time of a byte of AdamW's. `adamwBytes`: what its updates read
-/// and write (28 bytes a parameter, 30 with the bf16 copy); `copiedBytes`: both ways.
+/// and write (the function above); `copiedBytes`: both ways.
 double adamwSlowdown(double adamwBytes, double copiedBytes);
 
 /// The profile as a JSON object: "name" and the rates, by their snake_case names (the host's

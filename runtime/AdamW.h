@@ -47,12 +47,6 @@ float clipScale(double norm, double maxNorm);
 /// `value` rounded to bfloat16 (nearest even; NaN stays NaN): the copy the device streams.
 uint16_t toBfloat16(float value);
 
-/// The host-memory bytes one adamwUpdate of `count` elements reads and writes: the gradient,
-/// the master and both moments read, the master and moments written, and the bf16 copy.
-inline double adamwBytes(int64_t count, bool bf16) {
-  return static_cast<double>(count) * (4 * 4 + 3 * 4 + (bf16 ? 2 : 0));
-}
-
 /// The vector unit adamwUpdate uses on this CPU: "avx512", "avx2" or "scalar".
 const char *adamwVectorUnit();
 

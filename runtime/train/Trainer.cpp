@@ -109,7 +109,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   std::atomic<int64_t> updateNanos[2] = {0, 0};
   double updateBytes = 0, updatedParameters = 0;
   for (const ParameterState &parameter : state.parameters) {
-    updateBytes += adamwBytes(parameter.count, parameter.streamCopy != nullptr);
+    updateBytes +=
+        adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr);
     updatedParameters += static_cast<double>(parameter.count);
   }
   // --trace: the updates that run from the last step's start on, beside its streams (the
