@@ -4,6 +4,7 @@
 // ring just before the update, the device's DMA writes may stay in the CPU's last-level cache.
 #include "runtime/AdamW.h"
 #include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/CudaHandles.h"
 
 #include <algorithm>
 #include <chrono>
@@ -25,16 +26,6 @@ template <typename T> struct Pinned {
     std::fill(data, data + count + 8, T());
   }
   ~Pinned() { cudaFreeHost(data); }
-};
-
-/// Device memory, freed at scope exit.
-template <typename T> struct OnDevice {
-  T *data = nullptr;
-  explicit OnDevice(int64_t count) {
-    MT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&data), count * sizeof(T)));
-    MT_CUDA_CHECK(cudaMemset(data, 0, count * sizeof(T)));
-  }
-  ~OnDevice() { cudaFree(data); }
 };
 
 /// Where a chunk's gradient comes from and where its bf16 copy goes.
@@ -65,36 +56,26 @@ struct Bench {
   std::vector<float> param, m, v;
   Pinned<float> grads, ring;
   Pinned<uint16_t> copies, copyRing;
-  OnDevice<float> deviceGrads;
-  OnDevice<uint16_t> deviceWeights;
-  cudaStream_t h2d, d2h;
-  std::vector<cudaEvent_t> landed, sent;
+  mt::cuda::DeviceAllocation deviceGrads, deviceWeights;
+  mt::cuda::Stream h2d = mt::cuda::Stream::create(), d2h = mt::cuda::Stream::create();
+  std::vector<mt::cuda::Event> landed, sent; // per slot
   mt::plan::AdamW config;
 
   Bench(int64_t params, int64_t chunk, int64_t slots)
       : params(params), chunk(chunk), slots(slots), param(params, 1.0f), m(params), v(params),
         grads(params), ring(chunk * slots), copies(params), copyRing(chunk * slots),
-        deviceGrads(params), deviceWeights(params), landed(slots), sent(slots) {
-    MT_CUDA_CHECK(cudaStreamCreateWithFlags(&h2d, cudaStreamNonBlocking));
-    MT_CUDA_CHECK(cudaStreamCreateWithFlags(&d2h, cudaStreamNonBlocking));
+        deviceGrads(mt::cuda::DeviceAllocation::create(params * 4)),
+        deviceWeights(mt::cuda::DeviceAllocation::create(params * 2)) {
     for (int64_t s = 0; s < slots; ++s) {
-      MT_CUDA_CHECK(cudaEventCreateWithFlags(&landed[s], cudaEventDisableTiming));
-      MT_CUDA_CHECK(cudaEventCreateWithFlags(&sent[s], cudaEventDisableTiming));
+      landed.push_back(mt::cuda::Event::forOrdering());
+      sent.push_back(mt::cuda::Event::forOrdering());
     }
     std::vector<float> values(params, 0.01f);
-    MT_CUDA_CHECK(cudaMemcpy(deviceGrads.data, values.data(), params * 4, cudaMemcpyHostToDevice));
+    MT_CUDA_CHECK(cudaMemcpy(deviceGrads.get(), values.data(), params * 4, cudaMemcpyHostToDevice));
     std::fill(grads.data, grads.data + params, 0.01f);
     config.set_beta1(0.9);
     config.set_beta2(0.95);
     config.set_eps(1e-8);
-  }
-  ~Bench() {
-    for (int64_t s = 0; s < slots; ++s) {
-      cudaEventDestroy(landed[s]);
-      cudaEventDestroy(sent[s]);
-    }
-    cudaStreamDestroy(h2d);
-    cudaStreamDestroy(d2h);
   }
 
   int64_t countOf(int64_t k) const { return std::min(chunk, params - k * chunk); }
@@ -102,8 +83,8 @@ struct Bench {
   /// Issues chunk k's gradient copy: into the large array (Landed) or its ring slot.
   void pull(Route route, int64_t k) {
     float *to = route == Route::Landed ? grads.data + k * chunk : ring.data + (k % slots) * chunk;
-    MT_CUDA_CHECK(cudaMemcpyAsync(to, deviceGrads.data + k * chunk, countOf(k) * 4,
-                                  cudaMemcpyDeviceToHost, d2h));
+    MT_CUDA_CHECK(cudaMemcpyAsync(to, reinterpret_cast<float *>(deviceGrads.data()) + k * chunk,
+                                  countOf(k) * 4, cudaMemcpyDeviceToHost, d2h));
     if (route != Route::Landed)
       MT_CUDA_CHECK(cudaEventRecord(landed[k % slots], d2h));
   }
@@ -111,14 +92,13 @@ struct Bench {
   /// One pass over every parameter; returns parameters a second.
   double run(Route route, int64_t step) {
     const int64_t chunks = (params + chunk - 1) / chunk;
-    std::vector<cudaEvent_t> each;
+    std::vector<mt::cuda::Event> each; // Landed: per chunk
     auto start = Clock::now();
     if (route == Route::Landed) {
       // Every gradient is issued at once, as the backward offloads them: PCIe runs far ahead
       // of the updates, and each chunk's event says when it landed.
-      each.resize(chunks);
       for (int64_t k = 0; k < chunks; ++k) {
-        MT_CUDA_CHECK(cudaEventCreateWithFlags(&each[k], cudaEventDisableTiming));
+        each.push_back(mt::cuda::Event::forOrdering());
         pull(route, k);
         MT_CUDA_CHECK(cudaEventRecord(each[k], d2h));
       }
@@ -146,8 +126,8 @@ struct Bench {
                       0.1, config, step, copy);
       if (route == Route::Alone)
         continue;
-      MT_CUDA_CHECK(cudaMemcpyAsync(deviceWeights.data + first, copy, count * 2,
-                                    cudaMemcpyHostToDevice, h2d));
+      MT_CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<uint16_t *>(deviceWeights.data()) + first,
+                                    copy, count * 2, cudaMemcpyHostToDevice, h2d));
       if (route == Route::Through)
         MT_CUDA_CHECK(cudaEventRecord(sent[k % slots], h2d));
       if ((route == Route::Pulled || route == Route::Through) && k + slots < chunks)
@@ -156,8 +136,6 @@ struct Bench {
     MT_CUDA_CHECK(cudaStreamSynchronize(h2d));
     MT_CUDA_CHECK(cudaStreamSynchronize(d2h));
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    for (cudaEvent_t event : each)
-      MT_CUDA_CHECK(cudaEventDestroy(event));
     return params / seconds;
   }
 };
