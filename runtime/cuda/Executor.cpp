@@ -387,6 +387,9 @@ void Executor::placeOffloads(Layout &layout) {
     }
     deviceRing = DeviceAllocation::create(ringBytes);
     deviceMemory.gradientRing = ringBytes;
+    // The slots the updates pull through, pinned in the host block with the rest.
+    pullSlotsAt = hostBytes;
+    hostBytes += kPullSlots * kPullChunk * static_cast<int64_t>(sizeof(float));
     onDeviceRing.assign(stepProgram.values_size(), 0);
     for (int id : ringOrder)
       onDeviceRing[id] = 1;
@@ -427,6 +430,8 @@ void Executor::placeOffloads(Layout &layout) {
   if (!hostPool)
     throw CudaError("cannot allocate " + std::to_string(hostBytes) +
                     " bytes of host memory for offloaded checkpoints and gradients");
+  if (deviceRing)
+    pullSlots = reinterpret_cast<float *>(hostPool.get() + pullSlotsAt);
   for (const plan::Command &command : stepProgram.commands())
     if (command.op() == "mt.offload")
       for (int r = 0; r < command.results_size(); ++r) {
@@ -511,10 +516,6 @@ void Executor::start(const Layout &layout) {
 
   streams = {Stream::create(), Stream::create(), Stream::create()};
   if (deviceRing) {
-    float *slots = nullptr;
-    MT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&slots),
-                                kPullSlots * kPullChunk * sizeof(float), cudaHostAllocDefault));
-    pullSlots.reset(slots);
     pullStream = Stream::create();
     for (int s = 0; s < kPullSlots; ++s)
       pulled.push_back(Event::forOrdering());
@@ -584,7 +585,7 @@ void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) 
   }
   std::lock_guard<std::mutex> lock(pullMutex);
   const int64_t chunks = (count + kPullChunk - 1) / kPullChunk;
-  auto slot = [&](int64_t k) { return pullSlots.get() + (k % kPullSlots) * kPullChunk; };
+  auto slot = [&](int64_t k) { return pullSlots + (k % kPullSlots) * kPullChunk; };
   auto issue = [&](int64_t k) {
     int64_t first = k * kPullChunk;
     MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), from + first,

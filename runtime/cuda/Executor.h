@@ -237,13 +237,12 @@ private:
   std::unique_ptr<char, FreeHostBlock> hostPool;
   std::unique_ptr<PinnedMemory> pinned;
   /// Pulled gradients: the ring in device memory (per step value, whether it lies there),
-  /// and the pinned slots each update pulls its chunks through on a stream of its own.
+  /// and the slots each update pulls its chunks through (in hostPool, at pullSlotsAt) on a
+  /// stream of its own.
   DeviceAllocation deviceRing;
   std::vector<char> onDeviceRing;
-  struct FreePinned {
-    void operator()(float *slots) const { cudaFreeHost(slots); }
-  };
-  std::unique_ptr<float, FreePinned> pullSlots;
+  int64_t pullSlotsAt = 0;
+  float *pullSlots = nullptr;
   Stream pullStream;
   std::vector<Event> pulled; // per slot: its chunk has landed
   std::mutex pullMutex;
