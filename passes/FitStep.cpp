@@ -26,6 +26,10 @@ namespace {
 /// or less: a 3% gain is worth the device memory.
 constexpr double kLightenGain = 0.97;
 
+/// gradient-ring=auto pulls the gradients only for a step predicted this much of the landed
+/// one or less: the ring's device memory buys a 2% gain.
+constexpr double kPullGain = 0.98;
+
 /// The layer calls of the training step's forward.
 int64_t layerCount(ModuleOp module) {
   int64_t layers = 0;
@@ -51,6 +55,11 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
     if (weightStream != "auto" && weightStream != "bf16" && weightStream != "fp32") {
       emitError(module.getLoc(), "mt-fit-step: weight-stream must be auto, bf16 or fp32, got '")
           << weightStream << "'";
+      return signalPassFailure();
+    }
+    if (gradientRing != "auto" && gradientRing != "host" && gradientRing != "device") {
+      emitError(module.getLoc(), "mt-fit-step: gradient-ring must be auto, host or device, got '")
+          << gradientRing << "'";
       return signalPassFailure();
     }
     if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0 || residentLayers < 0) {
@@ -365,14 +374,74 @@ private:
     return success();
   }
 
+  /// Where the gradients' ring is (gradient-ring), recorded on the module with the reason
+  /// (`mt.pull_gradients`, `mt.gradient_ring`): in host memory, where each gradient lands; or
+  /// in device memory beside the plan's peak, within the budget, each update pulling its
+  /// gradient into the CPU's cache just before it runs (4 bytes a parameter fewer through the
+  /// host's memory). `auto` pulls where the cost model predicts a step at least 2% faster.
+  /// `options` is the step's, landed; it comes back as chosen.
+  LogicalResult chooseGradientRing(ScheduleOptions &options) {
+    ModuleOp module = getOperation();
+    Builder b(module.getContext());
+    bool pull = false;
+    std::string why = "in host memory, as asked (gradient-ring host)";
+    if (gradientRing != "host" && schedule) {
+      int64_t peak = peakDeviceBytes(module);
+      ScheduleOptions pulledOptions = options;
+      pulledOptions.pullGradients = true;
+      pulledOptions.deviceRoomBytes = std::max<int64_t>(budget - peak, 0);
+      FailureOr<StepEstimate> landed = estimateStep(module, profile, options);
+      FailureOr<StepEstimate> pulled = estimateStep(module, profile, pulledOptions);
+      if (failed(landed) || failed(pulled))
+        return failure();
+      if (!pulled->pullGradients) {
+        if (gradientRing == "device")
+          return emitError(module.getLoc())
+                 << "gradient-ring=device needs a ring, which only a step whose updates start "
+                    "as its gradients land has (one run a step: layer-major accumulation)";
+        why = "none: every gradient and their sum in host memory (several runs a step)";
+      } else {
+        bool fits = pulled->gradientRingDeviceBytes <= pulledOptions.deviceRoomBytes;
+        if (gradientRing == "device" && !fits)
+          return emitError(module.getLoc())
+                 << "pulled gradients need a ring of "
+                 << formatBytes(pulled->gradientRingDeviceBytes)
+                 << " of device memory beside the plan's " << formatBytes(peak) << ", beyond the "
+                 << formatBytes(budget)
+                 << " available; land them in host memory (mtc --gradient-ring=host)";
+        char numbers[192];
+        std::snprintf(numbers, sizeof numbers,
+                      "the cost model predicts a step of %.3g s pulling them from a device ring "
+                      "of %s, %.3g s landing them in host memory",
+                      pulled->predictedStepSeconds,
+                      formatBytes(pulled->gradientRingDeviceBytes).c_str(),
+                      landed->predictedStepSeconds);
+        pull = gradientRing == "device" ||
+               (fits && pulled->predictedStepSeconds <= landed->predictedStepSeconds * kPullGain);
+        why = (pull ? "in device memory, each update pulling its gradient: "
+                    : "in host memory, where each gradient lands: ") +
+              (gradientRing == "device" ? std::string("as asked (gradient-ring device); ") : "") +
+              numbers +
+              (fits ? "" : "; the device ring does not fit the budget beside the plan's peak");
+      }
+      if (pull)
+        options = pulledOptions;
+    }
+    module->setAttr("mt.pull_gradients", b.getBoolAttr(pull));
+    module->setAttr("mt.gradient_ring", b.getStringAttr(why));
+    return success();
+  }
+
   /// What was chosen, and the cost model's model FLOP and predicted step.
   LogicalResult record(llvm::StringRef mode, int64_t interval) {
     ModuleOp module = getOperation();
     if (failed(chooseWeightStream(mode, interval)))
       return failure();
     auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
-    FailureOr<StepEstimate> step =
-        estimateStep(module, profile, costOptions(interval, mode, masters.getValue()));
+    ScheduleOptions options = costOptions(interval, mode, masters.getValue());
+    if (failed(chooseGradientRing(options)))
+      return failure();
+    FailureOr<StepEstimate> step = estimateStep(module, profile, options);
     if (failed(step))
       return failure();
     Builder b(module.getContext());

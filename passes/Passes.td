@@ -324,6 +324,14 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     device floats the slots read the masters anyway. The module records the choice
     (`mt.stream_masters`) and why (`mt.weight_stream`). `resident-layers` goes to
     mt-insert-transfers as it is: the device memory it takes counts against the budget.
+
+    `gradient-ring` says where the ring of gradients is, where each update starts as its
+    gradient lands (one run a step): `host`, pinned host memory each gradient lands in;
+    `device`, device memory beside the plan's peak (within the budget), each update pulling
+    its gradient through small pinned slots into the CPU's cache just before it runs, so
+    AdamW reads 4 bytes a parameter fewer from the host's memory; `auto` the device where
+    the cost model predicts a step at least 2% faster and the ring fits. The module records
+    the choice (`mt.pull_gradients`) and why (`mt.gradient_ring`).
   }];
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
   let options = [
@@ -346,6 +354,9 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
            "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
     Option<"residentLayers", "resident-layers", "int64_t", "0",
            "The last layers whose weights stay on the device from forward to backward">,
+    Option<"gradientRing", "gradient-ring", "std::string", "\"auto\"",
+           "Where the gradients' ring is: auto, host (each gradient lands there) or device "
+           "(each update pulls its gradient from there into the CPU's cache)">,
     Option<"lightenHost", "lighten-host", "bool", "false",
            "Where fewer bytes through the host's memory predict a step at least 3% faster, "
            "keep checkpoints and layers' weights on the device as its memory allows "

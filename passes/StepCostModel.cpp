@@ -135,7 +135,7 @@ ParamOp parameterBehind(Value value) {
 }
 
 struct LayerCost {
-  int64_t params = 0, checkpointBytes = 0;
+  int64_t params = 0, tensors = 0, checkpointBytes = 0;
   Cost forward, backward;
 };
 
@@ -248,7 +248,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // The edge's parameters: the prologue's (read before the first layer: the embedding), whose
   // gradients land last in the backward, and the epilogue's (the head's), whose land first.
   // One read first between layers counts as the epilogue's (no decoder has one).
-  int64_t edgeParams = 0, prologueParams = 0, tokens = 0;
+  int64_t edgeParams = 0, prologueParams = 0, edgeTensors = 0, prologueTensors = 0, tokens = 0;
   double matmulParams = 0, attentionTerm = 0;
   llvm::SmallPtrSet<Operation *, 16> edgeReads;
   for (BlockArgument argument : step.getArguments())
@@ -293,8 +293,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         if (i == static_cast<int64_t>(layers.size())) {
           layers.emplace_back();
           for (Value operand : call.getOperands())
-            if (parameterBehind(operand))
+            if (parameterBehind(operand)) {
               layers.back().params += elementsOf(operand.getType());
+              ++layers.back().tensors;
+            }
         }
         if (i < 0 || i >= static_cast<int64_t>(layers.size()))
           return call.emitOpError("calls layers out of order");
@@ -323,8 +325,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       for (Value operand : op.getOperands())
         if (ParamOp read = parameterBehind(operand); read && edgeReads.insert(read).second) {
           edgeParams += elementsOf(read.getType());
-          if (layers.empty())
+          ++edgeTensors;
+          if (layers.empty()) {
             prologueParams += elementsOf(read.getType());
+            ++prologueTensors;
+          }
         }
     }
     if (&op == lossOp)
@@ -388,8 +393,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // each checkpoint, and the fp32 gradients in a ring (up to all of them) where each update
   // starts as its gradient lands (one run a step; mt-run --grad-clip keeps every gradient,
   // 4 bytes a parameter more), or every gradient and their sum over several runs a step
-  // (their bytes below, once the ring's depth is chosen).
+  // (their bytes below, once the ring's depth is chosen). Where the ring is in device memory
+  // (pulled), the host keeps only the slots each update pulls its gradient through.
   const bool ringed = layerMajor || micro == 1;
+  const bool pulled = ringed && options.pullGradients;
+  estimate.pullGradients = pulled;
 
   // Device memory: the larger of the layer phase and the prologue/epilogue phase.
   int64_t checkpointBuffers =
@@ -430,18 +438,31 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   double h2d = profile.h2dBytesPerSecond * profile.duplexFactor;
   double d2h = profile.d2hBytesPerSecond * profile.duplexFactor;
   // A parameter's update: AdamW's rate alone, slowed by the step's copies, which share the
-  // host's memory with it where the updates run beside them (not after several runs).
+  // host's memory with it where the updates run beside them (not after several runs). A
+  // pulled gradient crosses into the CPU's cache, not its memory: AdamW reads it there, and
+  // its bytes take no share of the memory. (The pull itself, at PCIe's rate, runs ahead of
+  // the update that reads it: AdamW, about a fifth of that rate, sets the pace.)
+  const double gradientBytes = weightPasses * static_cast<double>(estimate.params) * 4;
   const double adamwSeconds =
-      (ringed
-           ? adamwSlowdown(adamwBytes(static_cast<double>(estimate.params), hostCopies),
-                           static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep))
-           : 1.0) /
+      (ringed ? adamwSlowdown(
+                    adamwBytes(static_cast<double>(estimate.params), hostCopies, pulled),
+                    static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
+                        (pulled ? gradientBytes : 0))
+              : 1.0) /
       profile.hostAdamParamsPerSecond;
   double edgeSeconds = micro * edge.seconds(profile);
   const int64_t epilogueParams = edgeParams - prologueParams;
   // Update ids within a step: layer n is n, the epilogue L, the prologue L + 1; step s's are
   // offset by s * (L + 2). Their landing order, and each one's parameters.
   const int64_t kEpilogue = L, kPrologue = L + 1, stride = L + 2;
+  // A pulled gradient's update starts once its first chunk has crossed: a copy issued and
+  // waited for (about 10 us, an estimate) and kFirstPull elements at PCIe's rate, each tensor.
+  const double pullWait = pulled ? 10e-6 + kFirstPull * 4.0 / d2h : 0;
+  auto tensorsOf = [&](int64_t item) {
+    return item == kEpilogue   ? edgeTensors - prologueTensors
+           : item == kPrologue ? prologueTensors
+                               : layers[item].tensors;
+  };
   auto paramsOf = [&](int64_t item) {
     return item == kEpilogue   ? epilogueParams
            : item == kPrologue ? prologueParams
@@ -515,9 +536,13 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         for (size_t j : overlaps[k])
           if (j < k || s > 0)
             previous = std::max(previous, worker.endOf((j < k ? s : s - 1) * stride + landings[j]));
-        double grads = sim.run("d2h", llvm::formatv("offload {0} gradients", what),
-                               weightPasses * paramsOf(item) * 4.0 / d2h, previous);
-        worker.land(s * stride + item, needOf(item), grads, paramsOf(item) * adamwSeconds,
+        // Into a device ring, a copy within device memory (read and written).
+        double bytes = weightPasses * paramsOf(item) * 4.0;
+        double grads =
+            sim.run("d2h", llvm::formatv("offload {0} gradients", what),
+                    pulled ? 2 * bytes / profile.memoryBytesPerSecond : bytes / d2h, previous);
+        worker.land(s * stride + item, needOf(item), grads,
+                    paramsOf(item) * adamwSeconds + tensorsOf(item) * pullWait,
                     llvm::formatv("AdamW {0}", what));
         ++k;
       };
@@ -553,8 +578,17 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // for an update however slow the host's CPU (hosts of one kind measured 3.4 to 6.5 G
   // AdamW parameters a second: a depth that suffices on one stalls the backward on the other,
   // the gradients landing last waiting for the first's updates). Where it has not, the
-  // shallowest depth within 1% of the fastest that fits.
+  // shallowest depth within 1% of the fastest that fits. A pulled ring fits in the device
+  // memory left beside the plan's peak instead.
   int64_t stateBytes = estimate.params * (12 + (hostCopies ? 2 : 0)) + offloadedCheckpoints;
+  auto fits = [&](int64_t depth) {
+    double ring =
+        static_cast<double>(gradientRingBytes(depth, ringLayerBytes, estimate.params * 4));
+    if (pulled)
+      return ring <= static_cast<double>(options.deviceRoomBytes);
+    double hostRoom = profile.hostMemoryBytes * kHostShare;
+    return hostRoom <= 0 || static_cast<double>(stateBytes) + ring <= hostRoom;
+  };
   if (ringed && options.gradientRingLayers > 0) {
     estimate.gradientRingLayers = options.gradientRingLayers;
   } else if (ringed) {
@@ -563,10 +597,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     int64_t ringedBytes = estimate.params * 4 + parameterCount * kDeviceAlignment;
     int64_t whole = ringLayerBytes > 0 ? (ringedBytes + ringLayerBytes - 1) / ringLayerBytes : 0;
     int64_t deepest = std::max(kLeastGradientRingLayers, whole);
-    double hostRoom = profile.hostMemoryBytes * kHostShare;
-    while (deepest > kLeastGradientRingLayers && hostRoom > 0 &&
-           static_cast<double>(stateBytes + gradientRingBytes(deepest, ringLayerBytes,
-                                                              estimate.params * 4)) > hostRoom)
+    while (deepest > kLeastGradientRingLayers && !fits(deepest))
       --deepest;
     std::vector<std::pair<int64_t, double>> steps;
     for (int64_t d = kLeastGradientRingLayers; d <= deepest; ++d) {
@@ -586,10 +617,15 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   }
   estimate.predictedStepSeconds =
       simulate(ringed ? estimate.gradientRingLayers : 0, estimate.timeline);
-  int64_t gradientBytes =
+  int64_t ringBytes =
       ringed ? gradientRingBytes(estimate.gradientRingLayers, ringLayerBytes, estimate.params * 4)
-             : estimate.params * 8;
-  estimate.hostBytes = stateBytes + gradientBytes;
+             : 0;
+  if (pulled)
+    estimate.gradientRingDeviceBytes = ringBytes;
+  int64_t hostGradientBytes = !ringed  ? estimate.params * 8
+                              : pulled ? kPullSlots * std::min(kPullChunk, ringLayerBytes / 4) * 4
+                                       : ringBytes;
+  estimate.hostBytes = stateBytes + hostGradientBytes;
   estimate.hostBytesPerParam =
       estimate.params ? static_cast<double>(estimate.hostBytes) / estimate.params : 0;
   for (const TimelineSlice &slice : estimate.timeline)

@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,8 +34,13 @@ struct ScheduleOptions {
   bool streamMasters = false;
   /// Layers per checkpoint (mt-recompute's K): blocks of K recompute their forward.
   int64_t recomputeInterval = 1;
-  /// Layers' gradients the host's ring holds (0: the cost model picks).
+  /// Layers' gradients the ring holds (0: the cost model picks).
   int64_t gradientRingLayers = 0;
+  /// The ring in device memory, each update pulling its gradient into the CPU's cache just
+  /// before it runs (a plan's pull_gradients), where each update starts as its gradient lands.
+  bool pullGradients = false;
+  /// The device memory that ring may take beside the plan's peak.
+  int64_t deviceRoomBytes = std::numeric_limits<int64_t>::max();
   /// The last layers whose weights stay on the device from forward to backward
   /// (mt-insert-transfers' resident-layers): their backward prefetch moves the checkpoint
   /// alone, and their weights stay in device memory beside the two slots.
@@ -66,6 +72,10 @@ struct StepEstimate {
   /// memory has room, else the shallowest within 1% of the fastest that fits; 0 where every
   /// gradient has a slot (several runs a step).
   int64_t gradientRingLayers = 0;
+  /// Whether that ring is in device memory (ScheduleOptions::pullGradients, where there is a
+  /// ring), and its bytes there, beside peakDeviceBytes.
+  bool pullGradients = false;
+  int64_t gradientRingDeviceBytes = 0;
   bool streamMasters = false;
   std::string accumulation;
   bool checkpointsOnDevice = false;

@@ -60,6 +60,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
   auto source = module->getAttrOfType<StringAttr>("mt.source");
   auto weightStream = module->getAttrOfType<StringAttr>("mt.weight_stream");
   auto placement = module->getAttrOfType<StringAttr>("mt.placement");
+  auto gradientRing = module->getAttrOfType<StringAttr>("mt.gradient_ring");
   if (context.json) {
     llvm::json::Object ops;
     for (auto &[name, count] : s.opCounts)
@@ -95,6 +96,10 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
       object["busy_seconds"] = std::move(busy);
       object["recompute_interval"] = step->recomputeInterval;
       object["gradient_ring_layers"] = step->gradientRingLayers;
+      object["pull_gradients"] = step->pullGradients;
+      object["gradient_ring_device_bytes"] = step->gradientRingDeviceBytes;
+      if (gradientRing)
+        object["gradient_ring"] = gradientRing.str();
       object["resident_layers"] = step->residentLayers;
       object["accumulation"] = step->accumulation;
       object["micro_batches"] = context.microBatches;
@@ -136,14 +141,20 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
      << " (the plan's arena, kernel scratch, cuBLASLt workspace, inputs and constants; the "
         "cost model's largest phase: "
      << step->peakBreakdown << ")\n";
+  if (step->pullGradients)
+    os << "            beside it the gradients' ring of " << step->gradientRingLayers << " layers, "
+       << formatBytes(step->gradientRingDeviceBytes) << "\n";
   os << llvm::formatv(
       "host        {0}, {1:f1} bytes per parameter (fp32 masters and moments{2}, fp32 "
       "gradients{3}, checkpoints)\n",
       formatBytes(step->hostBytes), step->hostBytesPerParam,
       step->streamMasters ? "" : ", bf16 copies",
-      step->gradientRingLayers > 0
+      step->pullGradients ? std::string(" pulled through four pinned slots")
+      : step->gradientRingLayers > 0
           ? llvm::formatv(" in a ring of {0} layers'", step->gradientRingLayers).str()
           : std::string(" and their sum"));
+  if (gradientRing)
+    os << "gradients   " << gradientRing.getValue() << "\n";
   if (weightStream)
     os << "weights     " << weightStream.getValue() << "\n";
   if (placement)

@@ -25,11 +25,20 @@ constexpr int64_t kTokenBytes = 8;
 /// what the kernels use and what the compiler reserves scratch for (passes/DeviceReserve).
 constexpr int64_t kMaxChunks = 256;
 
-/// The fewest layers' gradients the host's ring holds (a layer's land while the two before
+/// The fewest layers' gradients the ring holds (a layer's land while the two before
 /// it are updated), and what a plan without a depth of its own gets.
 constexpr int64_t kLeastGradientRingLayers = 3;
 
-/// The bytes of the host's gradient ring `depth` layers deep, its unit the largest layer's
+/// Pulled gradients (a plan's pull_gradients) cross in chunks of 4Mi elements (16 MB) through
+/// four pinned host slots: chunks that small stay in the last-level cache from the DMA's write
+/// to the update's read, where 64 MB chunks no longer did (mt-gpu-landing-bench;
+/// docs/PERFORMANCE.md).
+constexpr int64_t kPullChunk = int64_t{1} << 22;
+constexpr int kPullSlots = 4;
+/// Each update's first chunk: 64Ki elements (256 KB), the next ones twice the one before.
+constexpr int64_t kFirstPull = int64_t{1} << 16;
+
+/// The bytes of a gradient ring `depth` layers deep, its unit the largest layer's
 /// gradients (`unitBytes`, the prologue and epilogue's together counting as one layer): at
 /// most every gradient (`totalBytes`), each then in a slot of its own.
 inline int64_t gradientRingBytes(int64_t depth, int64_t unitBytes, int64_t totalBytes) {

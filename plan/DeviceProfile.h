@@ -29,9 +29,11 @@ struct DeviceProfile {
 double attentionRate(const DeviceProfile &profile);
 
 /// The host-memory bytes one AdamW update of `count` elements reads and writes: the gradient,
-/// the master and both moments read, the master and moments written, and the bf16 copy.
-inline double adamwBytes(double count, bool bf16) {
-  return count * (4 * 4 + 3 * 4 + (bf16 ? 2 : 0));
+/// the master and both moments read, the master and moments written, and the bf16 copy. A
+/// gradient pulled into the CPU's cache just before its update (`pulled`) is read from there,
+/// not from host memory.
+inline double adamwBytes(double count, bool bf16, bool pulled = false) {
+  return count * ((pulled ? 3 : 4) * 4 + 3 * 4 + (bf16 ? 2 : 0));
 }
 
 /// How much longer AdamW takes within a step than alone (hostAdamParamsPerSecond is its rate

@@ -324,6 +324,8 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, llvm::StringRef
   auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
   plan.set_stream_masters(masters && masters.getValue());
   plan.set_staging_bytes(reserve.staging);
+  auto pull = module->getAttrOfType<BoolAttr>("mt.pull_gradients");
+  plan.set_pull_gradients(pull && pull.getValue());
   plan.set_pipeline(pipeline.str());
 
   plan::AdamW &adamw = *plan.mutable_optimizer();

@@ -420,22 +420,21 @@ sys.exit(1 if not last or twice or early or late else 0)"
 part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 8 \
   --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda --metrics "$out/llama-1b-clip.jsonl"
 
-# Pulled gradients (mt-run --pull-gradients): the gradient ring in device memory, each update
-# pulling its gradient across PCIe in 16 MB chunks (the 1.1B model's embedding and head in 16
-# each). The updates are elementwise those of landed gradients: with cuDNN's deterministic
-# backward both runs give the same losses, bit for bit; their norms sum the chunks' squares in
-# another order.
+# Pulled gradients (mtc --gradient-ring=device): the gradient ring in device memory, each
+# update pulling its gradient across PCIe in 16 MB chunks (the 1.1B model's embedding and head
+# in 16 each), against the same plan with each gradient landing in host memory. The updates are
+# elementwise those of landed gradients: with cuDNN's deterministic backward both runs give the
+# same losses, bit for bit; their norms sum the chunks' squares in another order.
 pulled_same_losses() {
-  for how in landed pulled; do
-    local flags=()
-    [[ $how == pulled ]] && flags=(--pull-gradients)
-    $run $plans/llama-1b.mtp --init random --data $plans/llama-1b.tokens --steps 6 --lr 3e-4 \
-      --warmup 4 --backend=cuda --attention=cudnn-deterministic "${flags[@]}" \
-      --metrics "$out/llama-1b-$how.jsonl" || return 1
+  for ring in host device; do
+    $run $plans/llama-1b-ring-$ring.mtp --init random --data $plans/llama-1b.tokens --steps 6 \
+      --lr 3e-4 --warmup 4 --backend=cuda --attention=cudnn-deterministic \
+      --metrics "$out/llama-1b-ring-$ring.jsonl" || return 1
   done
-  python3 - "$out/llama-1b-landed.jsonl" "$out/llama-1b-pulled.jsonl" <<'PY'
+  python3 - "$out/llama-1b-ring-host.jsonl" "$out/llama-1b-ring-device.jsonl" <<'PY'
 import json, sys
 runs = [[json.loads(line) for line in open(path)] for path in sys.argv[1:]]
+assert runs[0][-1].get("gradient_ring_device_bytes", 0) == 0, "the host ring's run pulled"
 assert runs[1][-1].get("gradient_ring_device_bytes", 0) > 0, "no gradient was pulled"
 for a, b in zip(*runs):
     assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])
@@ -450,7 +449,7 @@ part llama-1b-pulled pulled_same_losses
 # the plan's peak (its arena and reserve), at every step of every device run but the
 # serialized one, which gives every buffer its own memory on purpose. cuDNN's own workspace,
 # for an engine asking more than the plan's scratch holds, is cuDNN's choice at run time, and
-# the ring of pulled gradients (mt-run --pull-gradients) mt-run's: both are reported, and left
+# the ring of pulled gradients (a plan's pull_gradients) beside the plan: both are reported, and left
 # out of the comparison.
 part memory python3 -c "
 import glob, json, sys

@@ -88,6 +88,11 @@ mtc "$root/examples/tiny-gpt/model.onnx" --input-shape input_ids:8x64 -o "$out/d
 /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/llama-1b.onnx" 20 2048 16 8 5632 32000 1024
 mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --summary
 mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 -o "$out/llama-1b.mtp"
+# Its gradients landing in host memory and pulled from a device ring, for the suite to compare.
+for ring in host device; do
+  mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --gradient-ring=$ring \
+    -o "$out/llama-1b-ring-$ring.mtp"
+done
 /usr/bin/python3 -c "
 import numpy as np
 np.random.default_rng(0).integers(0, 32000, 4 * 1024 * 24, dtype=np.uint16).tofile('$out/llama-1b.tokens')"
@@ -199,6 +204,11 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
     # predicts a faster step): checkpoints in host memory, weights streamed twice.
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --checkpoints=host \
       -o "$out/perf-$name-8h.mtp"
+    # Without pulled gradients (mtc --gradient-ring=auto, the default: a device ring each
+    # update pulls its gradient from, where it predicts a faster step): each lands in host
+    # memory.
+    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --gradient-ring=host \
+      -o "$out/perf-$name-8l.mtp"
     rm "$out/perf-$name.onnx"
   done
   /usr/bin/python3 -c "

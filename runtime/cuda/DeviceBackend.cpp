@@ -75,7 +75,6 @@ public:
     options.profileKernels = settings.profile;
     options.collectives = nccl.get();
     options.gradientRing = settings.gradientsConsumedOnLanding;
-    options.pullGradients = settings.pullGradients;
     options.attention = settings.attention;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
     // This rank updates its shards, from gradients the device averaged, as the updates
@@ -251,24 +250,25 @@ std::string DeviceBackend::report() const {
 StepMeasureList DeviceBackend::measures() const {
   double seconds = last.ms / 1000.0;
   auto [cudnnForward, cudnnBackward] = executor->cudnnAttentionCalls();
-  return {{"device_ms", last.ms},
-          {"tflops", plan.model_flops() / seconds / 1e12},
-          {"h2d_gbps", last.copiedBytes[0] / seconds / 1e9},
-          {"d2h_gbps", last.copiedBytes[1] / seconds / 1e9},
-          // mt-run --pull-gradients: the updates' pulls while the step ran, beside its d2h.
-          {"pulled_gbps", pulledInStep / seconds / 1e9},
-          {"compute_busy", last.busyMs[1] / last.ms},
-          {"device_bytes", static_cast<double>(held())},
-          {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},
-          {"process_device_bytes", static_cast<double>(used)},
-          {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)},
-          // cuDNN's own workspace for engines asking more than the plan's scratch: in
-          // device_bytes, beyond what the compiler can count (cuDNN picks the engine).
-          {"cudnn_beside_bytes", static_cast<double>(executor->memory().cudnnBeside)},
-          // mt-run --pull-gradients: the gradients' ring, in device_bytes beside the plan's.
-          {"gradient_ring_device_bytes", static_cast<double>(executor->memory().gradientRing)},
-          {"cudnn_attention_forward_calls", static_cast<double>(cudnnForward)},
-          {"cudnn_attention_backward_calls", static_cast<double>(cudnnBackward)}};
+  return {
+      {"device_ms", last.ms},
+      {"tflops", plan.model_flops() / seconds / 1e12},
+      {"h2d_gbps", last.copiedBytes[0] / seconds / 1e9},
+      {"d2h_gbps", last.copiedBytes[1] / seconds / 1e9},
+      // A plan that pulls its gradients: the updates' pulls while the step ran, beside its d2h.
+      {"pulled_gbps", pulledInStep / seconds / 1e9},
+      {"compute_busy", last.busyMs[1] / last.ms},
+      {"device_bytes", static_cast<double>(held())},
+      {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},
+      {"process_device_bytes", static_cast<double>(used)},
+      {"scratch_used_bytes", static_cast<double>(executor->memory().scratchUsed)},
+      // cuDNN's own workspace for engines asking more than the plan's scratch: in
+      // device_bytes, beyond what the compiler can count (cuDNN picks the engine).
+      {"cudnn_beside_bytes", static_cast<double>(executor->memory().cudnnBeside)},
+      // A plan that pulls its gradients: the gradients' ring, in device_bytes beside the plan's.
+      {"gradient_ring_device_bytes", static_cast<double>(executor->memory().gradientRing)},
+      {"cudnn_attention_forward_calls", static_cast<double>(cudnnForward)},
+      {"cudnn_attention_backward_calls", static_cast<double>(cudnnBackward)}};
 }
 
 void DeviceBackend::writeTrace(const std::string &path,

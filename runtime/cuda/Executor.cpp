@@ -23,11 +23,6 @@ namespace {
 
 constexpr int64_t kPage = 4096;
 
-/// Pulled gradients cross in chunks of 4Mi elements (16 MB) through four pinned slots: chunks
-/// that small stay in the last-level cache from the DMA's write to the update's read, where
-/// 64 MB chunks no longer did (mt-gpu-landing-bench; docs/PERFORMANCE.md).
-constexpr int64_t kPullChunk = int64_t{1} << 22;
-constexpr int kPullSlots = 4;
 /// Device memory the pulled gradients' ring leaves free beside the plan's: cuDNN's own
 /// workspace, for engines asking more than the plan's scratch, comes from it.
 constexpr int64_t kPullMargin = int64_t{1} << 30;
@@ -366,7 +361,7 @@ void Executor::placeOffloads(Layout &layout) {
       }
   }
   layout.ringOffsets.assign(stepProgram.values_size(), -1);
-  if (!ringOrder.empty() && options.pullGradients) {
+  if (!ringOrder.empty() && plan.pull_gradients()) {
     // The ring goes beside the plan's memory, as deep as the plan asks or the device's free
     // memory allows, less a margin for cuDNN's own workspace.
     size_t freeBytes = 0, totalBytes = 0;
@@ -376,20 +371,26 @@ void Executor::placeOffloads(Layout &layout) {
     if (ringBytes > room) {
       char message[384];
       std::snprintf(message, sizeof message,
-                    "--pull-gradients: the least gradient ring (%lld layers' gradients) needs "
-                    "%.2f GiB of device memory beside the plan's, but the device has %.2f GiB "
-                    "free, less 1 GiB kept for cuDNN's and the first step's own allocations; "
-                    "compile the plan for less device memory (mtc --device-memory) or run "
-                    "without --pull-gradients",
+                    "the plan pulls its gradients from device memory, but the least gradient "
+                    "ring (%lld layers' gradients) needs %.2f GiB beside the plan's, and the "
+                    "device has %.2f GiB free, less 1 GiB kept for cuDNN's and the first step's "
+                    "own allocations; compile the plan for less device memory (mtc "
+                    "--device-memory) or with its gradients landing in host memory (mtc "
+                    "--gradient-ring=host)",
                     static_cast<long long>(kLeastGradientRingLayers), ringBytes / 1073741824.0,
                     freeBytes / 1073741824.0);
       throw CudaError(message);
     }
     deviceRing = DeviceAllocation::create(ringBytes);
     deviceMemory.gradientRing = ringBytes;
-    // The slots the updates pull through, pinned in the host block with the rest.
+    // The slots the updates pull through, pinned in the host block with the rest, each a
+    // chunk's, or the largest gradient's where it is smaller.
+    int64_t largest = 0;
+    for (int id : ringOrder)
+      largest = std::max(largest, offloadBytes[id]);
+    pullSlotElements = std::min<int64_t>(kPullChunk, largest / sizeof(float));
     pullSlotsAt = hostBytes;
-    hostBytes += kPullSlots * kPullChunk * static_cast<int64_t>(sizeof(float));
+    hostBytes += kPullSlots * pullSlotElements * static_cast<int64_t>(sizeof(float));
     onDeviceRing.assign(stepProgram.values_size(), 0);
     for (int id : ringOrder)
       onDeviceRing[id] = 1;
@@ -584,12 +585,19 @@ void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) 
     return;
   }
   std::lock_guard<std::mutex> lock(pullMutex);
-  const int64_t chunks = (count + kPullChunk - 1) / kPullChunk;
-  auto slot = [&](int64_t k) { return pullSlots + (k % kPullSlots) * kPullChunk; };
+  // Where each chunk begins: the first small, each next twice the one before up to a slot's,
+  // so the update starts once 256 KB have crossed rather than a slot's 16 MB (a step's
+  // hundreds of updates would each wait that long), and PCIe, over twice AdamW's rate, stays
+  // ahead of it from there.
+  std::vector<int64_t> begins{0};
+  for (int64_t size = std::min(kFirstPull, pullSlotElements); begins.back() < count;
+       size = std::min(size * 2, pullSlotElements))
+    begins.push_back(std::min(count, begins.back() + size));
+  const int64_t chunks = static_cast<int64_t>(begins.size()) - 1;
+  auto slot = [&](int64_t k) { return pullSlots + (k % kPullSlots) * pullSlotElements; };
   auto issue = [&](int64_t k) {
-    int64_t first = k * kPullChunk;
-    MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), from + first,
-                                  std::min(kPullChunk, count - first) * sizeof(float),
+    MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), from + begins[k],
+                                  (begins[k + 1] - begins[k]) * sizeof(float),
                                   cudaMemcpyDeviceToHost, pullStream));
     MT_CUDA_CHECK(cudaEventRecord(pulled[k % kPullSlots], pullStream));
   };
@@ -599,9 +607,8 @@ void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) 
     issue(k);
   for (int64_t k = 0; k < chunks; ++k) {
     MT_CUDA_CHECK(cudaEventSynchronize(pulled[k % kPullSlots]));
-    int64_t first = k * kPullChunk;
-    visit(slot(k), first, std::min(kPullChunk, count - first));
-    pulledBytes += std::min(kPullChunk, count - first) * static_cast<int64_t>(sizeof(float));
+    visit(slot(k), begins[k], begins[k + 1] - begins[k]);
+    pulledBytes += (begins[k + 1] - begins[k]) * static_cast<int64_t>(sizeof(float));
     if (k + kPullSlots < chunks)
       issue(k + kPullSlots);
   }

@@ -51,12 +51,12 @@ struct ExecutorOptions {
   /// for the updates of those whose slots it overlaps (awaitParameter), after they landed.
   /// Only where each update starts as its gradient lands and nothing reads it after; off
   /// when serialized (no reuse) and with collectives.
+  /// With the ring and a plan that pulls its gradients (pull_gradients), the ring lies in
+  /// device memory instead (a device-to-device copy lands each gradient), and each update
+  /// pulls its gradient into host memory a chunk at a time just before reading it
+  /// (pullGradient): the DMA then writes into the CPU's last-level cache, and the gradient
+  /// need not cross the host's memory, which AdamW is bound by.
   bool gradientRing = false;
-  /// With the ring: it lies in device memory instead (a device-to-device copy lands each
-  /// gradient), and each update pulls its gradient into host memory a chunk at a time just
-  /// before reading it (pullGradient): the DMA then writes into the CPU's last-level cache,
-  /// and the gradient need not cross the host's memory, which AdamW is bound by.
-  bool pullGradients = false;
   /// The kernels of fused attention (cuDNN's where they serve, or mt's own).
   AttentionKernels attention = AttentionKernels::Cudnn;
 };
@@ -86,7 +86,7 @@ struct DeviceMemory {
   int64_t arena = 0, scratch = 0, blasWorkspace = 0, constants = 0, inputs = 0, staging = 0;
   int64_t scratchUsed = 0; // the most one command's kernels have used
   int64_t cudnnBeside = 0; // cuDNN's own, for calls the scratch could not hold
-  int64_t gradientRing = 0; // pulled gradients' ring (ExecutorOptions::pullGradients)
+  int64_t gradientRing = 0; // pulled gradients' ring (a plan's pull_gradients)
   int64_t total() const {
     return arena + scratch + blasWorkspace + constants + inputs + staging + cudnnBeside +
            gradientRing;
@@ -242,6 +242,7 @@ private:
   DeviceAllocation deviceRing;
   std::vector<char> onDeviceRing;
   int64_t pullSlotsAt = 0;
+  int64_t pullSlotElements = 0; // kPullChunk, or the largest gradient where it is smaller
   float *pullSlots = nullptr;
   Stream pullStream;
   std::vector<Event> pulled; // per slot: its chunk has landed

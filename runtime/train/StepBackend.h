@@ -44,9 +44,6 @@ struct BackendSettings {
   /// one run a step, no ranks: the Trainer's gated guard), so a backend may land later
   /// gradients in the host memory of earlier ones once their updates have run.
   bool gradientsConsumedOnLanding = false;
-  /// cuda, with gradientsConsumedOnLanding: the gradients wait in device memory and each
-  /// update pulls its own into host memory a chunk at a time (readGradient).
-  bool pullGradients = false;
   /// Time every kernel of a step (mt-run --profile): profile() then tells the last step's
   /// time by op family. It costs a little of the overlap (a timing event pair a kernel).
   bool profile = false;
@@ -78,7 +75,7 @@ public:
   virtual double run(const TokenInputs &inputs, int64_t step, int64_t microBatch) = 0;
   virtual float *gradient(int p) = 0;
   /// Hands `visit` p's gradient (its `count` elements) in host memory: gradient(p) whole, or
-  /// where a backend keeps it on the device (BackendSettings::pullGradients), a chunk at a
+  /// where a backend keeps it on the device (cuda, a plan's pull_gradients), a chunk at a
   /// time (`first`, `count`), each pulled just before. From the update worker, after p's
   /// gradient has landed.
   using GradientVisitor = std::function<void(const float *chunk, int64_t first, int64_t count)>;

@@ -71,18 +71,6 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
   settings.gradientsConsumedOnLanding =
       (plan.optimizer().grad_clip() <= 0 || options.gradClipMemory == "recompute") &&
       options.processes == 0 && (layerMajor || plan.micro_batches() <= 1);
-  if (options.pullGradients && std::string(kind.name) != "cuda")
-    throw std::runtime_error("--pull-gradients needs the CUDA backend (this run's is " +
-                             std::string(kind.name) + ")");
-  if (options.pullGradients && options.serialize)
-    throw std::runtime_error("--pull-gradients needs the gradient ring, which --serialize turns "
-                             "off (every buffer its own memory)");
-  if (options.pullGradients && !settings.gradientsConsumedOnLanding)
-    throw std::runtime_error(
-        "--pull-gradients needs updates that start as gradients land: not with --grad-clip "
-        "(unless --grad-clip-memory=recompute), over processes, or with sample-major "
-        "micro-batches");
-  settings.pullGradients = options.pullGradients;
   auto made = std::chrono::steady_clock::now();
   std::unique_ptr<StepBackend> backend = kind.make(plan, state, settings);
   int64_t parameters = 0;

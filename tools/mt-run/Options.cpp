@@ -38,12 +38,6 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
   --nproc-per-node N        data-parallel over N GPUs of this host, one process each, joined
                             by NCCL (loaded from libnccl.so.2); the same math as --ranks
   --serialize               cuda debug: every command on one stream, no buffer reuse
-  --pull-gradients          cuda, where updates start as gradients land: the gradients wait
-                            in a ring in device memory (beside the plan's peak, as deep as
-                            the plan asks or free memory allows), and each update pulls its
-                            gradient across PCIe in 16 MB chunks just before reading it, so
-                            the copy lands in the CPU's cache instead of the host's memory,
-                            which the CPU's AdamW is bound by
   --attention cudnn|cudnn-deterministic|cudnn-forward|own
                             cuda: cudnn (the default): cuDNN 9's flash-attention engines for
                             the forward and backward where cuDNN loads and serves the shape
@@ -189,8 +183,6 @@ Options parseOptions(int argc, char **argv) {
       options.ranks = static_cast<int>(countOf(arg, take(), 1));
     else if (arg == "--serialize")
       options.serialize = true;
-    else if (arg == "--pull-gradients")
-      options.pullGradients = true;
     else if (arg == "--attention") {
       std::string kernels = take();
       if (kernels != "cudnn" && kernels != "cudnn-deterministic" && kernels != "cudnn-forward" &&

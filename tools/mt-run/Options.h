@@ -28,7 +28,7 @@ struct Options {
   std::string plan, data, dataDtype = "u16", backend = "auto", init = "model", metrics, saveWeights,
                           saveOnnx, calibrate, weights, weightsMap, checkpointDir, resume;
   bool dump = false, checkGradients = false, checkSchedule = false, checkAgainstHost = false,
-       checkKernels = false, serialize = false, profile = false, pullGradients = false;
+       checkKernels = false, serialize = false, profile = false;
   /// --attention: the kernels of fused attention on the device.
   AttentionKernels attention = AttentionKernels::Cudnn;
   std::string trace;

@@ -71,6 +71,8 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   options.recomputeInterval = module->getAttrOfType<IntegerAttr>("mt.recompute_interval").getInt();
   if (auto ring = module->getAttrOfType<IntegerAttr>("mt.gradient_ring_layers"))
     options.gradientRingLayers = ring.getInt();
+  auto pull = module->getAttrOfType<BoolAttr>("mt.pull_gradients");
+  options.pullGradients = pull && pull.getValue();
   if (auto resident = module->getAttrOfType<IntegerAttr>("mt.resident_layers"))
     options.residentLayers = resident.getInt();
   auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
@@ -137,6 +139,7 @@ int compilerMain(int argc, char **argv) {
     fit.target = target;
     fit.weightStream = streamWeights;
     fit.residentLayers = residentLayers;
+    fit.gradientRing = gradientRing;
     // Where the step waits on the host's memory, the compiler may place checkpoints and
     // weights on the device, unless either was asked for.
     fit.lightenHost = checkpoints == "auto" && residentLayers.getNumOccurrences() == 0;

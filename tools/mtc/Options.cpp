@@ -67,6 +67,14 @@ llvm::cl::opt<std::string>
                                "for checkpoints and resident weights that make the step at "
                                "least 3% faster; host with --resident-layers), host or device"),
                 llvm::cl::init("auto"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> gradientRing(
+    "gradient-ring",
+    llvm::cl::desc("Where the ring of gradients is, where each update starts as its gradient "
+                   "lands: auto (the default: device where the cost model predicts a step at "
+                   "least 2% faster and the ring fits beside the plan), host (each gradient "
+                   "lands in pinned host memory) or device (each update pulls its gradient "
+                   "from device memory into the CPU's cache just before it runs)"),
+    llvm::cl::init("auto"), llvm::cl::cat(category));
 llvm::cl::opt<std::string> devicePrecision(
     "device-precision",
     llvm::cl::desc("How the device stores weights and activations: bf16 (the default; "
@@ -139,6 +147,10 @@ std::optional<double> parseBytes(llvm::StringRef text) {
 LogicalResult checkScheduleOptions() {
   if (checkpoints != "auto" && checkpoints != "host" && checkpoints != "device") {
     llvm::errs() << "mtc: --checkpoints must be auto, host or device\n";
+    return failure();
+  }
+  if (gradientRing != "auto" && gradientRing != "host" && gradientRing != "device") {
+    llvm::errs() << "mtc: --gradient-ring must be auto, host or device\n";
     return failure();
   }
   if (devicePrecision != "bf16" && devicePrecision != "fp32") {

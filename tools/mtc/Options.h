@@ -26,6 +26,7 @@ extern llvm::cl::opt<std::string> target;
 extern llvm::cl::opt<int64_t> microBatches;
 extern llvm::cl::opt<std::string> accumulation;
 extern llvm::cl::opt<std::string> checkpoints;
+extern llvm::cl::opt<std::string> gradientRing;
 extern llvm::cl::opt<std::string> devicePrecision;
 extern llvm::cl::opt<std::string> streamWeights;
 extern llvm::cl::opt<std::string> deviceMemory;
