@@ -4,6 +4,7 @@
 #include "passes/DeviceReserve.h"
 #include "passes/Passes.h"
 #include "passes/StepCostModel.h"
+#include "plan/DeviceLayout.h"
 
 #include "passes/BufferLiveness.h"
 
@@ -384,12 +385,14 @@ private:
     ModuleOp module = getOperation();
     Builder b(module.getContext());
     bool pull = false;
-    std::string why = "in host memory, as asked (gradient-ring host)";
+    std::string why = schedule ? "in host memory, as asked (gradient-ring host)"
+                               : "in host memory: the step is not scheduled";
     if (gradientRing != "host" && schedule) {
+      // The runtime leaves kPullMargin of the device free beside the ring.
       int64_t peak = peakDeviceBytes(module);
       ScheduleOptions pulledOptions = options;
       pulledOptions.pullGradients = true;
-      pulledOptions.deviceRoomBytes = std::max<int64_t>(budget - peak, 0);
+      pulledOptions.deviceRoomBytes = std::max<int64_t>(budget - peak - kPullMargin, 0);
       FailureOr<StepEstimate> landed = estimateStep(module, profile, options);
       FailureOr<StepEstimate> pulled = estimateStep(module, profile, pulledOptions);
       if (failed(landed) || failed(pulled))
@@ -406,8 +409,8 @@ private:
           return emitError(module.getLoc())
                  << "pulled gradients need a ring of "
                  << formatBytes(pulled->gradientRingDeviceBytes)
-                 << " of device memory beside the plan's " << formatBytes(peak) << ", beyond the "
-                 << formatBytes(budget)
+                 << " of device memory beside the plan's " << formatBytes(peak) << " and "
+                 << formatBytes(kPullMargin) << " kept free, beyond the " << formatBytes(budget)
                  << " available; land them in host memory (mtc --gradient-ring=host)";
         char numbers[192];
         std::snprintf(numbers, sizeof numbers,

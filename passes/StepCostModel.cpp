@@ -134,8 +134,19 @@ ParamOp parameterBehind(Value value) {
   return value.getDefiningOp<ParamOp>();
 }
 
+/// What a set of pulled gradients' updates wait for before they start: per tensor, a copy
+/// issued and waited for, and its first chunk (kFirstPull elements, or all of a smaller one).
+struct PullWaits {
+  int64_t tensors = 0, firstElements = 0;
+  void add(int64_t elements) {
+    ++tensors;
+    firstElements += std::min(elements, kFirstPull);
+  }
+};
+
 struct LayerCost {
-  int64_t params = 0, tensors = 0, checkpointBytes = 0;
+  int64_t params = 0, checkpointBytes = 0;
+  PullWaits pulls;
   Cost forward, backward;
 };
 
@@ -233,9 +244,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.checkpointsOnDevice = options.checkpointsOnDevice;
   int64_t interval = std::max<int64_t>(options.recomputeInterval, 1);
   estimate.recomputeInterval = interval;
-  int64_t parameterCount = 0;
+  int64_t parameterCount = 0, largestParameter = 0;
   for (ParameterOp parameter : module.getOps<ParameterOp>()) {
-    estimate.params += numElements(parameter.getTensorType().getShape());
+    int64_t elements = numElements(parameter.getTensorType().getShape());
+    estimate.params += elements;
+    largestParameter = std::max(largestParameter, elements);
     ++parameterCount;
   }
 
@@ -248,7 +261,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // The edge's parameters: the prologue's (read before the first layer: the embedding), whose
   // gradients land last in the backward, and the epilogue's (the head's), whose land first.
   // One read first between layers counts as the epilogue's (no decoder has one).
-  int64_t edgeParams = 0, prologueParams = 0, edgeTensors = 0, prologueTensors = 0, tokens = 0;
+  int64_t edgeParams = 0, prologueParams = 0, tokens = 0;
+  PullWaits prologuePulls, epiloguePulls;
   double matmulParams = 0, attentionTerm = 0;
   llvm::SmallPtrSet<Operation *, 16> edgeReads;
   for (BlockArgument argument : step.getArguments())
@@ -295,7 +309,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
           for (Value operand : call.getOperands())
             if (parameterBehind(operand)) {
               layers.back().params += elementsOf(operand.getType());
-              ++layers.back().tensors;
+              layers.back().pulls.add(elementsOf(operand.getType()));
             }
         }
         if (i < 0 || i >= static_cast<int64_t>(layers.size()))
@@ -325,11 +339,9 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       for (Value operand : op.getOperands())
         if (ParamOp read = parameterBehind(operand); read && edgeReads.insert(read).second) {
           edgeParams += elementsOf(read.getType());
-          ++edgeTensors;
-          if (layers.empty()) {
+          (layers.empty() ? prologuePulls : epiloguePulls).add(elementsOf(read.getType()));
+          if (layers.empty())
             prologueParams += elementsOf(read.getType());
-            ++prologueTensors;
-          }
         }
     }
     if (&op == lossOp)
@@ -456,12 +468,12 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // offset by s * (L + 2). Their landing order, and each one's parameters.
   const int64_t kEpilogue = L, kPrologue = L + 1, stride = L + 2;
   // A pulled gradient's update starts once its first chunk has crossed: a copy issued and
-  // waited for (about 10 us, an estimate) and kFirstPull elements at PCIe's rate, each tensor.
-  const double pullWait = pulled ? 10e-6 + kFirstPull * 4.0 / d2h : 0;
-  auto tensorsOf = [&](int64_t item) {
-    return item == kEpilogue   ? edgeTensors - prologueTensors
-           : item == kPrologue ? prologueTensors
-                               : layers[item].tensors;
+  // waited for (about 10 us, an estimate), then the chunk at PCIe's rate, each tensor.
+  auto pullWaitOf = [&](int64_t item) {
+    const PullWaits &waits = item == kEpilogue   ? epiloguePulls
+                             : item == kPrologue ? prologuePulls
+                                                 : layers[item].pulls;
+    return pulled ? waits.tensors * 10e-6 + waits.firstElements * 4.0 / d2h : 0.0;
   };
   auto paramsOf = [&](int64_t item) {
     return item == kEpilogue   ? epilogueParams
@@ -542,7 +554,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
             sim.run("d2h", llvm::formatv("offload {0} gradients", what),
                     pulled ? 2 * bytes / profile.memoryBytesPerSecond : bytes / d2h, previous);
         worker.land(s * stride + item, needOf(item), grads,
-                    paramsOf(item) * adamwSeconds + tensorsOf(item) * pullWait,
+                    paramsOf(item) * adamwSeconds + pullWaitOf(item),
                     llvm::formatv("AdamW {0}", what));
         ++k;
       };
@@ -623,7 +635,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   if (pulled)
     estimate.gradientRingDeviceBytes = ringBytes;
   int64_t hostGradientBytes = !ringed  ? estimate.params * 8
-                              : pulled ? kPullSlots * std::min(kPullChunk, ringLayerBytes / 4) * 4
+                              : pulled ? kPullSlots * std::min(kPullChunk, largestParameter) * 4
                                        : ringBytes;
   estimate.hostBytes = stateBytes + hostGradientBytes;
   estimate.hostBytesPerParam =

@@ -35,8 +35,14 @@ constexpr int64_t kLeastGradientRingLayers = 3;
 /// docs/PERFORMANCE.md).
 constexpr int64_t kPullChunk = int64_t{1} << 22;
 constexpr int kPullSlots = 4;
-/// Each update's first chunk: 64Ki elements (256 KB), the next ones twice the one before.
-constexpr int64_t kFirstPull = int64_t{1} << 16;
+/// Device memory the pulled gradients' ring leaves free beside the plan's: cuDNN's own
+/// workspace, for engines asking more than the plan's scratch, comes from it (mt-fit-step
+/// leaves it out of the ring's room too).
+constexpr int64_t kPullMargin = int64_t{1} << 30;
+/// Each update's first chunk: 1Mi elements (4 MB), the next ones twice the one before. AdamW
+/// splits an update into 64Ki-element pieces over its threads: a first chunk smaller would
+/// leave a 16-core host's threads idle, one larger keep the update waiting longer.
+constexpr int64_t kFirstPull = int64_t{1} << 20;
 
 /// The bytes of a gradient ring `depth` layers deep, its unit the largest layer's
 /// gradients (`unitBytes`, the prologue and epilogue's together counting as one layer): at

@@ -421,8 +421,8 @@ part llama-1b-clip $run $plans/llama-1b.mtp --init random --data $plans/llama-1b
   --lr 3e-4 --warmup 4 --grad-clip 1 --backend=cuda --metrics "$out/llama-1b-clip.jsonl"
 
 # Pulled gradients (mtc --gradient-ring=device): the gradient ring in device memory, each
-# update pulling its gradient across PCIe in 16 MB chunks (the 1.1B model's embedding and head
-# in 16 each), against the same plan with each gradient landing in host memory. The updates are
+# update pulling its gradient across PCIe in chunks of 4, 8, then 16 MB (the 1.1B model's
+# embedding and head in 17 each), against the same plan with each gradient landing in host memory. The updates are
 # elementwise those of landed gradients: with cuDNN's deterministic backward both runs give the
 # same losses, bit for bit; their norms sum the chunks' squares in another order.
 pulled_same_losses() {

@@ -221,8 +221,12 @@ void DeviceBackend::printStartup(int64_t parameters) const {
   std::printf("attention   | %s\n", executor->attentionKernels().c_str());
   if (memory.gradientRing > 0)
     std::printf("gradients   | pulled: a ring of %.3f GiB of device memory beside the plan's, "
-                "each update pulling its gradient across PCIe in 16 MB chunks\n",
+                "each update pulling its gradient across PCIe in chunks of 4 MB, then 8, "
+                "then 16\n",
                 gib(static_cast<double>(memory.gradientRing)));
+  else if (!executor->gradientsLanded().empty())
+    std::printf("gradients   | landed in host memory, though the plan pulls them: %s\n",
+                executor->gradientsLanded().c_str());
   if (nccl)
     std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (its "
                 "shards) | gradients averaged and weights gathered on the device, a "

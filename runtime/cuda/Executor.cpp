@@ -23,10 +23,6 @@ namespace {
 
 constexpr int64_t kPage = 4096;
 
-/// Device memory the pulled gradients' ring leaves free beside the plan's: cuDNN's own
-/// workspace, for engines asking more than the plan's scratch, comes from it.
-constexpr int64_t kPullMargin = int64_t{1} << 30;
-
 int64_t pageAlign(int64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
 int64_t elementsOf(const plan::TensorType &type) {
@@ -361,26 +357,33 @@ void Executor::placeOffloads(Layout &layout) {
       }
   }
   layout.ringOffsets.assign(stepProgram.values_size(), -1);
-  if (!ringOrder.empty() && plan.pull_gradients()) {
+  bool pull = !ringOrder.empty() && plan.pull_gradients();
+  if (plan.pull_gradients() && ringOrder.empty())
+    gradientsLandedWhy = "this run has no gradient ring (--grad-clip without "
+                         "--grad-clip-memory=recompute, --serialize, ranks or sample-major "
+                         "micro-batches)";
+  int64_t ringBytes = 0;
+  if (pull) {
     // The ring goes beside the plan's memory, as deep as the plan asks or the device's free
-    // memory allows, less a margin for cuDNN's own workspace.
+    // memory allows, less a margin for cuDNN's own workspace; where not even the least ring
+    // fits, the gradients land in host memory, as a plan without it lands them.
     size_t freeBytes = 0, totalBytes = 0;
     MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
     int64_t room = static_cast<int64_t>(freeBytes) - kPullMargin;
-    int64_t ringBytes = placeGradientRing(ringOrder, offloadBytes, 0, layout.ringOffsets, room);
+    ringBytes = placeGradientRing(ringOrder, offloadBytes, 0, layout.ringOffsets, room);
     if (ringBytes > room) {
-      char message[384];
-      std::snprintf(message, sizeof message,
-                    "the plan pulls its gradients from device memory, but the least gradient "
-                    "ring (%lld layers' gradients) needs %.2f GiB beside the plan's, and the "
-                    "device has %.2f GiB free, less 1 GiB kept for cuDNN's and the first step's "
-                    "own allocations; compile the plan for less device memory (mtc "
-                    "--device-memory) or with its gradients landing in host memory (mtc "
-                    "--gradient-ring=host)",
+      char why[256];
+      std::snprintf(why, sizeof why,
+                    "the least ring (%lld layers' gradients) needs %.2f GiB of device memory, "
+                    "and the device has %.2f GiB free, less 1 GiB kept for cuDNN's own",
                     static_cast<long long>(kLeastGradientRingLayers), ringBytes / 1073741824.0,
                     freeBytes / 1073741824.0);
-      throw CudaError(message);
+      gradientsLandedWhy = why;
+      layout.ringOffsets.assign(stepProgram.values_size(), -1);
+      pull = false;
     }
+  }
+  if (pull) {
     deviceRing = DeviceAllocation::create(ringBytes);
     deviceMemory.gradientRing = ringBytes;
     // The slots the updates pull through, pinned in the host block with the rest, each a
@@ -585,8 +588,8 @@ void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) 
     return;
   }
   std::lock_guard<std::mutex> lock(pullMutex);
-  // Where each chunk begins: the first small, each next twice the one before up to a slot's,
-  // so the update starts once 256 KB have crossed rather than a slot's 16 MB (a step's
+  // Where each chunk begins: the first smaller, each next twice the one before up to a
+  // slot's, so the update starts once 4 MB have crossed rather than a slot's 16 MB (a step's
   // hundreds of updates would each wait that long), and PCIe, over twice AdamW's rate, stays
   // ahead of it from there.
   std::vector<int64_t> begins{0};

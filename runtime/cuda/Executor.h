@@ -141,6 +141,9 @@ public:
   /// The bytes pullGradient has moved across PCIe since the executor began.
   int64_t gradientBytesPulled() const { return pulledBytes.load(); }
   const DeviceMemory &memory() const { return deviceMemory; }
+  /// Why a plan that pulls its gradients lands them in host memory in this run; empty where
+  /// it pulls them (or does not ask to).
+  const std::string &gradientsLanded() const { return gradientsLandedWhy; }
   /// Which kernels run fused attention, in a line: cuDNN's (its version; the calls it ran
   /// and a shape it declined, once steps have run) or mt's own (and why).
   std::string attentionKernels() const;
@@ -243,6 +246,7 @@ private:
   std::vector<char> onDeviceRing;
   int64_t pullSlotsAt = 0;
   int64_t pullSlotElements = 0; // kPullChunk, or the largest gradient where it is smaller
+  std::string gradientsLandedWhy;
   float *pullSlots = nullptr;
   Stream pullStream;
   std::vector<Event> pulled; // per slot: its chunk has landed
