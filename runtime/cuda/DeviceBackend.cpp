@@ -105,6 +105,7 @@ public:
   void readGradient(int p, int64_t count, const GradientVisitor &visit) override {
     executor->pullGradient(p, count, visit);
   }
+  bool pullsGradient(int p) const override { return executor->gradientOnDevice(p); }
 
   bool overlapsUpdates() const override { return true; }
   void onGradient(std::function<void(int p)> listener) override {

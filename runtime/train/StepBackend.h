@@ -82,6 +82,9 @@ public:
   virtual void readGradient(int p, int64_t count, const GradientVisitor &visit) {
     visit(gradient(p), 0, count);
   }
+  /// Whether readGradient pulls p's gradient from the device (into the CPU's cache, so AdamW
+  /// reads it from there rather than from host memory).
+  virtual bool pullsGradient(int) const { return false; }
 
   /// Whether gradients land while run() goes on (onGradient), and the next run waits for
   /// each parameter's update (awaitParameter): the trainer's updates overlap the step, and

@@ -104,13 +104,14 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
         backend->sharedUpdates(std::move(optimizer), {[&](int p) { return gradients[p]; }, lrAt,
                                                       [&](int p) { return decays[p]; }});
   // --profile: the CPU time of each step's updates (the worker runs one at a time) and the
-  // bytes AdamW reads and writes; the records of two steps may be open at once. The same
-  // timing gives --trace its updates.
+  // host-memory bytes AdamW reads and writes; the records of two steps may be open at once. The
+  // same timing gives --trace its updates.
   std::atomic<int64_t> updateNanos[2] = {0, 0};
   double updateBytes = 0, updatedParameters = 0;
-  for (const ParameterState &parameter : state.parameters) {
-    updateBytes +=
-        adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr);
+  for (size_t p = 0; p < state.parameters.size(); ++p) {
+    const ParameterState &parameter = state.parameters[p];
+    updateBytes += adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr,
+                              backend->pullsGradient(static_cast<int>(p)));
     updatedParameters += static_cast<double>(parameter.count);
   }
   // --trace: the updates that run from the last step's start on, beside its streams (the
