@@ -111,7 +111,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   for (size_t p = 0; p < state.parameters.size(); ++p) {
     const ParameterState &parameter = state.parameters[p];
     updateBytes += adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr,
-                              backend->pullsGradient(static_cast<int>(p)));
+                              overlapped && backend->pullsGradient(static_cast<int>(p)));
     updatedParameters += static_cast<double>(parameter.count);
   }
   // --trace: the updates that run from the last step's start on, beside its streams (the
