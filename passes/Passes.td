@@ -330,8 +330,9 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     `device`, device memory beside the plan's peak (within the budget), each update pulling
     its gradient through small pinned slots into the CPU's cache just before it runs, so
     AdamW reads 4 bytes a parameter fewer from the host's memory; `auto` the device where
-    the cost model predicts a step at least 2% faster and the ring fits. The module records
-    the choice (`mt.pull_gradients`) and why (`mt.gradient_ring`).
+    the cost model predicts a step at least 2% faster and the ring fits. `host` is the
+    default until pulled gradients have run on a GPU. The module records the choice
+    (`mt.pull_gradients`) and why (`mt.gradient_ring`).
   }];
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
   let options = [
@@ -354,9 +355,9 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
            "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
     Option<"residentLayers", "resident-layers", "int64_t", "0",
            "The last layers whose weights stay on the device from forward to backward">,
-    Option<"gradientRing", "gradient-ring", "std::string", "\"auto\"",
-           "Where the gradients' ring is: auto, host (each gradient lands there) or device "
-           "(each update pulls its gradient from there into the CPU's cache)">,
+    Option<"gradientRing", "gradient-ring", "std::string", "\"host\"",
+           "Where the gradients' ring is: host (each gradient lands there), device (each "
+           "update pulls its gradient from there into the CPU's cache) or auto">,
     Option<"lightenHost", "lighten-host", "bool", "false",
            "Where fewer bytes through the host's memory predict a step at least 3% faster, "
            "keep checkpoints and layers' weights on the device as its memory allows "

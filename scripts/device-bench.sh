@@ -22,20 +22,20 @@ plans=build/device
 steps=${BENCH_STEPS:-5}
 
 # name | mt plan | peer model | sequences a step | mt-run's own flags; the peers run where
-# they fit on the GPU. -8l: the gradients landing in host memory (mtc --gradient-ring=host).
+# they fit on the GPU. -8p: the gradients pulled from a device ring (mtc --gradient-ring=auto).
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
-  "3.8b-8l perf-3.8b-8l 4b 8 -"
+  "3.8b-8p perf-3.8b-8p 4b 8 -"
   "3.8b-8r perf-3.8b-8r 4b 8 -"
   "3.8b-8h perf-3.8b-8h 4b 8 -"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
   "32bl-8 perf-32bl-8 32bl 8 gpu"
-  "32bl-8l perf-32bl-8l 32bl 8 -"
+  "32bl-8p perf-32bl-8p 32bl 8 -"
   "32bl-8r perf-32bl-8r 32bl 8 -"
   "32bl-8h perf-32bl-8h 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
-  "120bl-8l perf-120bl-8l 120bl 8 -"
+  "120bl-8p perf-120bl-8p 120bl 8 -"
   "120bl-8r perf-120bl-8r 120bl 8 -"
   "120bl-8h perf-120bl-8h 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"

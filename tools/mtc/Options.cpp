@@ -70,11 +70,12 @@ llvm::cl::opt<std::string>
 llvm::cl::opt<std::string> gradientRing(
     "gradient-ring",
     llvm::cl::desc("Where the ring of gradients is, where each update starts as its gradient "
-                   "lands: auto (the default: device where the cost model predicts a step at "
-                   "least 2% faster and the ring fits beside the plan), host (each gradient "
-                   "lands in pinned host memory) or device (each update pulls its gradient "
-                   "from device memory into the CPU's cache just before it runs)"),
-    llvm::cl::init("auto"), llvm::cl::cat(category));
+                   "lands: host (the default: each gradient lands in pinned host memory), "
+                   "device (each update pulls its gradient from device memory into the CPU's "
+                   "cache just before it runs; not yet measured on a GPU) or auto (device "
+                   "where the cost model predicts a step at least 2% faster and the ring fits "
+                   "beside the plan)"),
+    llvm::cl::init("host"), llvm::cl::cat(category));
 llvm::cl::opt<std::string> devicePrecision(
     "device-precision",
     llvm::cl::desc("How the device stores weights and activations: bf16 (the default; "
