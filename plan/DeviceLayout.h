@@ -71,6 +71,19 @@ inline std::vector<std::pair<int64_t, int64_t>> placeInRing(const std::vector<in
   return places;
 }
 
+/// Where each chunk a pulled gradient of `count` elements crosses in begins, through slots of
+/// `slotElements` (begins.back() == count): the first kFirstPull elements (or a slot's, or all
+/// of a smaller gradient), each next twice the one before up to a slot's. An update starts
+/// once its first chunk has crossed, and PCIe, over twice AdamW's rate, stays ahead of it from
+/// there.
+inline std::vector<int64_t> pullChunks(int64_t count, int64_t slotElements) {
+  std::vector<int64_t> begins{0};
+  for (int64_t size = std::min(kFirstPull, slotElements); begins.back() < count;
+       size = std::min(size * 2, slotElements))
+    begins.push_back(std::min(count, begins.back() + size));
+  return begins;
+}
+
 /// Why `dims` cannot be a tensor's: a negative dimension, or more elements than bytes can
 /// count (at 8 bytes an element); "" when they can. What the importer, the compiler's
 /// --input-shape and the plan loader all refuse.

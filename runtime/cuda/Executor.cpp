@@ -588,14 +588,9 @@ void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) 
     return;
   }
   std::lock_guard<std::mutex> lock(pullMutex);
-  // Where each chunk begins: the first smaller, each next twice the one before up to a
-  // slot's, so the update starts once 4 MB have crossed rather than a slot's 16 MB (a step's
-  // hundreds of updates would each wait that long), and PCIe, over twice AdamW's rate, stays
-  // ahead of it from there.
-  std::vector<int64_t> begins{0};
-  for (int64_t size = std::min(kFirstPull, pullSlotElements); begins.back() < count;
-       size = std::min(size * 2, pullSlotElements))
-    begins.push_back(std::min(count, begins.back() + size));
+  // The first chunk smaller than a slot, so the update starts once 4 MB have crossed rather
+  // than 16 (a step's hundreds of updates would each wait that long).
+  const std::vector<int64_t> begins = pullChunks(count, pullSlotElements);
   const int64_t chunks = static_cast<int64_t>(begins.size()) - 1;
   auto slot = [&](int64_t k) { return pullSlots + (k % kPullSlots) * pullSlotElements; };
   auto issue = [&](int64_t k) {

@@ -1,6 +1,6 @@
 // Unit test of the gradient ring's layout (plan/DeviceLayout.h), which the runtime places
 // gradients by and the cost model simulates: wrap-around, overlaps, and a depth that holds
-// every gradient however deep it is asked to be.
+// every gradient however deep it is asked to be; and the chunks a pulled gradient crosses in.
 #include "plan/DeviceLayout.h"
 #include "test/Unit/Expect.h"
 
@@ -41,5 +41,23 @@ int main() {
   check(mt::gradientRingBytes(0, 100, 1000) == 0 && mt::gradientRingBytes(3, 0, 1000) == 0,
         "gradientRingBytes: no depth or no unit, no ring");
   std::printf("gradientRingBytes: saturates at every gradient, never overflows\n");
+
+  // A gradient of 25Mi + 5 elements through 4Mi-element slots: 1Mi, 2Mi, then 4Mi chunks,
+  // the last the 5 left over; contiguous, none over a slot.
+  const int64_t Mi = int64_t{1} << 20, large = 25 * Mi + 5;
+  std::vector<int64_t> begins = mt::pullChunks(large, 4 * Mi);
+  std::vector<int64_t> expected{0, Mi, 3 * Mi};
+  for (int64_t at = 3 * Mi + 4 * Mi; at < large; at += 4 * Mi)
+    expected.push_back(at);
+  expected.push_back(large);
+  check(begins == expected, "pullChunks: 1Mi, 2Mi, then a slot's 4Mi, to the end");
+  // Smaller than the first chunk: one chunk. Slots smaller than kFirstPull (the largest
+  // gradient is small): a slot's each. Nothing to pull: no chunk.
+  check(mt::pullChunks(1000, 4 * Mi) == std::vector<int64_t>{0, 1000},
+        "pullChunks: a gradient smaller than the first chunk crosses whole");
+  check(mt::pullChunks(2500, 1000) == std::vector<int64_t>{0, 1000, 2000, 2500},
+        "pullChunks: slots smaller than the first chunk cap every chunk");
+  check(mt::pullChunks(0, 4 * Mi) == std::vector<int64_t>{0}, "pullChunks: none for nothing");
+  std::printf("pullChunks: contiguous, growing to a slot, none over a slot\n");
   return mt::test::failures ? 1 : 0;
 }
