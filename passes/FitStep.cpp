@@ -385,7 +385,8 @@ private:
     ModuleOp module = getOperation();
     Builder b(module.getContext());
     bool pull = false;
-    std::string why = schedule ? "in host memory, as asked (gradient-ring host)"
+    std::string why = schedule ? "in host memory (gradient-ring host, the default; device or "
+                                 "auto put the ring in device memory)"
                                : "in host memory: the step is not scheduled";
     if (gradientRing != "host" && schedule) {
       // The runtime leaves kPullMargin of the device free beside the ring.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,13 +72,16 @@ inline std::vector<std::pair<int64_t, int64_t>> placeInRing(const std::vector<in
   return places;
 }
 
-/// Where each chunk a pulled gradient of `count` elements crosses in begins, through slots of
-/// `slotElements` (begins.back() == count): the first kFirstPull elements (or a slot's, or all
-/// of a smaller gradient), each next twice the one before up to a slot's. An update starts
-/// once its first chunk has crossed, and PCIe, over twice AdamW's rate, stays ahead of it from
-/// there.
+/// Where each chunk a pulled gradient of `count` >= 0 elements crosses in begins, through
+/// slots of `slotElements` > 0 (begins.back() == count): the first kFirstPull elements (or a
+/// slot's, or all of a smaller gradient), each next twice the one before up to a slot's. An
+/// update starts once its first chunk has crossed, and PCIe, over twice AdamW's rate, stays
+/// ahead of it from there.
 inline std::vector<int64_t> pullChunks(int64_t count, int64_t slotElements) {
   std::vector<int64_t> begins{0};
+  if (count > 0 && slotElements <= 0)
+    throw std::invalid_argument("pullChunks: no slot to pull " + std::to_string(count) +
+                                " elements through");
   for (int64_t size = std::min(kFirstPull, slotElements); begins.back() < count;
        size = std::min(size * 2, slotElements))
     begins.push_back(std::min(count, begins.back() + size));

@@ -22,7 +22,7 @@ plans=build/device
 steps=${BENCH_STEPS:-5}
 
 # name | mt plan | peer model | sequences a step | mt-run's own flags; the peers run where
-# they fit on the GPU. -8p: the gradients pulled from a device ring (mtc --gradient-ring=auto).
+# they fit on the GPU. -8p: the gradients pulled from a device ring (mtc --gradient-ring=device).
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8p perf-3.8b-8p 4b 8 -"
@@ -53,7 +53,7 @@ for row in "${rows[@]}"; do
     --metrics "$out/mt-$name.jsonl" "${trace[@]}" ${flags:-} ${MT_ARGS:-} >"$out/mt-$name.txt" 2>&1
   echo "-- mt $name: rc $?"
   [[ ${#trace[@]} -gt 0 ]] && python3 scripts/trace_summary.py "$out/trace-$name.json" --gaps 3
-  grep -E "^attention +\||cuDNN declines" "$out/mt-$name.txt" | head -3
+  grep -E "^attention +\||^gradients +\||cuDNN declines" "$out/mt-$name.txt" | head -4
   tail -n 14 "$out/mt-$name.txt"
   [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue
   for peer in ${peers//,/ }; do

@@ -204,10 +204,12 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
     # predicts a faster step): checkpoints in host memory, weights streamed twice.
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --checkpoints=host \
       -o "$out/perf-$name-8h.mtp"
-    # Pulled gradients where the cost model predicts a faster step (mtc --gradient-ring=auto:
-    # a device ring each update pulls its gradient from), beside the default's, which land in
-    # host memory.
-    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --gradient-ring=auto \
+    # Pulled gradients (mtc --gradient-ring=device: a device ring each update pulls its
+    # gradient from), beside the default's, which land in host memory; the summary says
+    # whether auto would pull them too.
+    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --gradient-ring=auto --summary |
+      grep '^gradients'
+    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --gradient-ring=device \
       -o "$out/perf-$name-8p.mtp"
     rm "$out/perf-$name.onnx"
   done

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 using mt::test::check;
@@ -51,13 +52,22 @@ int main() {
     expected.push_back(at);
   expected.push_back(large);
   check(begins == expected, "pullChunks: 1Mi, 2Mi, then a slot's 4Mi, to the end");
-  // Smaller than the first chunk: one chunk. Slots smaller than kFirstPull (the largest
-  // gradient is small): a slot's each. Nothing to pull: no chunk.
-  check(mt::pullChunks(1000, 4 * Mi) == std::vector<int64_t>{0, 1000},
+  // Smaller than the first chunk: one chunk, also through slots the size of the largest
+  // gradient (the runtime's where every gradient is smaller than kPullChunk). Slots smaller
+  // than the first chunk cap every chunk. Nothing to pull: no chunk; no slot: refused.
+  check(mt::pullChunks(1000, 4 * Mi) == std::vector<int64_t>{0, 1000} &&
+            mt::pullChunks(1000, 1000) == std::vector<int64_t>{0, 1000},
         "pullChunks: a gradient smaller than the first chunk crosses whole");
   check(mt::pullChunks(2500, 1000) == std::vector<int64_t>{0, 1000, 2000, 2500},
         "pullChunks: slots smaller than the first chunk cap every chunk");
   check(mt::pullChunks(0, 4 * Mi) == std::vector<int64_t>{0}, "pullChunks: none for nothing");
+  bool refused = false;
+  try {
+    mt::pullChunks(10, 0);
+  } catch (const std::invalid_argument &) {
+    refused = true;
+  }
+  check(refused, "pullChunks: refuses a gradient with no slot to cross through");
   std::printf("pullChunks: contiguous, growing to a slot, none over a slot\n");
   return mt::test::failures ? 1 : 0;
 }
