@@ -112,6 +112,7 @@ public:
       visit(slot.data(), first, n);
     }
   }
+  bool pullsGradient(int) const override { return chunk > 0; }
   bool overlapsUpdates() const override { return overlapping; }
   void onGradient(std::function<void(int)> listener) override { landed = std::move(listener); }
   void awaitParameter(std::function<void(int)> wait) override { await = std::move(wait); }
@@ -212,6 +213,27 @@ int main(int argc, char **argv) {
   check(same(after.bits, chunked.bits), "gradients read in chunks give other bits");
   check(chunked.copiesMatch, "a bf16 copy is not its master's after chunked updates");
   std::printf("gradients read a chunk at a time (pulled): the same bits\n");
+  // --profile counts the host-memory bytes AdamW moves a parameter: with the bf16 copy, 30
+  // where the gradient landed there, 26 where it was pulled into the cache.
+  mt::TrainerSettings profiled = settings;
+  profiled.profile = true;
+  double parameters = 0;
+  for (const mt::plan::Parameter &parameter : plan.parameters()) {
+    double elements = 1;
+    for (int64_t d : parameter.type().shape())
+      elements *= static_cast<double>(d);
+    parameters += elements;
+  }
+  auto adamwBytes = [&](int64_t chunk) {
+    Run run = train(plan, tokens, /*overlapping=*/true, profiled, "", "", -1, -1, -1, chunk,
+                    /*streamCopy=*/true);
+    return run.outcome.profile[mt::OpFamily::AdamW].bytes / parameters;
+  };
+  double landed = adamwBytes(0), pulled = adamwBytes(3);
+  check(landed == 30 && pulled == 26,
+        "AdamW's profiled bytes a parameter: " + std::to_string(landed) + " landed, " +
+            std::to_string(pulled) + " pulled");
+  std::printf("the profile's AdamW bytes: 30 a parameter landed, 26 pulled\n");
 
   // Two sample-major micro-batches: two runs a step, two batches of the stream, and the loss
   // their mean: each sequence's window is 4 inputs and the next token, so the inputs are
