@@ -100,6 +100,21 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
       if (failed(trained))
         return signalPassFailure();
       int64_t interval = 0;
+      // Asked for a device ring: the plan's arena and placement fit beside the least one and
+      // the runtime's margin, so that the ring has room.
+      planBudget = budget;
+      if (schedule && gradientRing == "device") {
+        ScheduleOptions least;
+        least.microBatches = microBatches;
+        least.accumulation = mode;
+        least.pullGradients = true;
+        least.deviceRoomBytes = 0;
+        FailureOr<StepEstimate> ring = estimateStep(*trained, profile, least);
+        if (failed(ring))
+          return signalPassFailure();
+        if (ring->pullGradients)
+          planBudget = budget - static_cast<double>(ring->gradientRingDeviceBytes + kPullMargin);
+      }
       if (schedule) {
         // lighten-host may schedule the trained step again, other ways.
         FailureOr<ModuleOp> unscheduled;
@@ -195,7 +210,7 @@ private:
         return failure();
       }
       int64_t peak = peakDeviceBytes(*scheduled);
-      if (peak <= budget) {
+      if (peak <= planBudget) {
         trained->erase();
         trained = *scheduled;
         return k;
@@ -217,6 +232,11 @@ private:
           << " of device memory (its arena and reserve, recompute interval " << bestInterval
           << "; the cost model's largest phase is " << breakdown << ") but " << formatBytes(budget)
           << " are available"
+          << (planBudget < budget ? ", and the least device ring of gradients and the margin "
+                                    "beside it need " +
+                                        formatBytes(budget - planBudget) +
+                                        " of them (gradient-ring device; host needs neither)"
+                                  : std::string())
           << (checkpointsOnDevice ? "; try checkpoints on the host (mtc --checkpoints=host)" : "");
     return failure();
   }
@@ -251,7 +271,9 @@ private:
       };
       // The most layers resident whose peak fits (it grows with them), by bisection; the
       // cost model's peak is the schedule's within a few percent: room is kept for that.
-      auto fits = [&](const StepEstimate &step) { return step.peakDeviceBytes <= budget * 0.95; };
+      auto fits = [&](const StepEstimate &step) {
+        return step.peakDeviceBytes <= planBudget * 0.95;
+      };
       FailureOr<StepEstimate> step = estimate(0);
       if (failed(step))
         return failure();
@@ -358,11 +380,11 @@ private:
       }
     }
     module->setAttr(kStreamMasters, b.getBoolAttr(masters));
-    if (masters && schedule && peakDeviceBytes(module) > budget) {
+    if (masters && schedule && peakDeviceBytes(module) > planBudget) {
       if (weightStream == "fp32")
         return emitError(module.getLoc())
                << "streaming the fp32 masters needs " << formatBytes(deviceReserve(module).staging)
-               << " of device memory to cast them in, beyond the " << formatBytes(budget)
+               << " of device memory to cast them in, beyond the " << formatBytes(planBudget)
                << " available; stream bf16 copies (weight-stream bf16)";
       masters = false;
       why += "; no device memory is left for the masters' staging";
@@ -465,6 +487,9 @@ private:
 
   DeviceProfile profile;
   double budget = 0;
+  /// What the plan's arena and placement may take of it: the budget, less the least device
+  /// ring and kPullMargin where gradient-ring=device asks for one.
+  double planBudget = 0;
   std::string placement; // lighten-host's choice, where it chose
   bool failedPipeline = false;
 };

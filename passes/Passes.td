@@ -330,7 +330,9 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     `device`, device memory beside the plan's peak (within the budget), each update pulling
     its gradient through small pinned slots into the CPU's cache just before it runs, so
     AdamW reads 4 bytes a parameter fewer from the host's memory; `auto` the device where
-    the cost model predicts a step at least 2% faster and the ring fits. `host` is the
+    the cost model predicts a step at least 2% faster and the ring fits. Asked for, the
+    device ring has room: the plan's arena and placement fit the budget less the least ring
+    and the runtime's margin. `host` is the
     default until pulled gradients have run on a GPU. The module records the choice
     (`mt.pull_gradients`) and why (`mt.gradient_ring`).
   }];
