@@ -104,9 +104,7 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
       // the runtime's margin, so that the ring has room.
       planBudget = budget;
       if (schedule && gradientRing == "device") {
-        ScheduleOptions least;
-        least.microBatches = microBatches;
-        least.accumulation = mode;
+        ScheduleOptions least = costOptions(1, mode);
         least.pullGradients = true;
         least.deviceRoomBytes = 0;
         FailureOr<StepEstimate> ring = estimateStep(*trained, profile, least);
@@ -402,23 +400,26 @@ private:
   /// in device memory beside the plan's peak, within the budget, each update pulling its
   /// gradient into the CPU's cache just before it runs (4 bytes a parameter fewer through the
   /// host's memory). `auto` pulls where the cost model predicts a step at least 2% faster.
-  /// `options` is the step's, landed; it comes back as chosen.
-  LogicalResult chooseGradientRing(ScheduleOptions &options) {
+  /// `landedOptions` is the step's, landed; returns the estimate of the step as chosen.
+  FailureOr<StepEstimate> chooseGradientRing(const ScheduleOptions &landedOptions) {
     ModuleOp module = getOperation();
     Builder b(module.getContext());
     bool pull = false;
     std::string why = schedule ? "in host memory (gradient-ring host, the default; device or "
                                  "auto put the ring in device memory)"
                                : "in host memory: the step is not scheduled";
+    FailureOr<StepEstimate> landed = estimateStep(module, profile, landedOptions);
+    if (failed(landed))
+      return failure();
+    FailureOr<StepEstimate> pulled = failure();
     if (gradientRing != "host" && schedule) {
       // The runtime leaves kPullMargin of the device free beside the ring.
       int64_t peak = peakDeviceBytes(module);
-      ScheduleOptions pulledOptions = options;
+      ScheduleOptions pulledOptions = landedOptions;
       pulledOptions.pullGradients = true;
       pulledOptions.deviceRoomBytes = std::max<int64_t>(budget - peak - kPullMargin, 0);
-      FailureOr<StepEstimate> landed = estimateStep(module, profile, options);
-      FailureOr<StepEstimate> pulled = estimateStep(module, profile, pulledOptions);
-      if (failed(landed) || failed(pulled))
+      pulled = estimateStep(module, profile, pulledOptions);
+      if (failed(pulled))
         return failure();
       if (!pulled->pullGradients) {
         if (gradientRing == "device")
@@ -450,12 +451,10 @@ private:
               numbers +
               (fits ? "" : "; the device ring does not fit the budget beside the plan's peak");
       }
-      if (pull)
-        options = pulledOptions;
     }
     module->setAttr("mt.pull_gradients", b.getBoolAttr(pull));
     module->setAttr("mt.gradient_ring", b.getStringAttr(why));
-    return success();
+    return pull ? pulled : landed;
   }
 
   /// What was chosen, and the cost model's model FLOP and predicted step.
@@ -464,10 +463,8 @@ private:
     if (failed(chooseWeightStream(mode, interval)))
       return failure();
     auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
-    ScheduleOptions options = costOptions(interval, mode, masters.getValue());
-    if (failed(chooseGradientRing(options)))
-      return failure();
-    FailureOr<StepEstimate> step = estimateStep(module, profile, options);
+    FailureOr<StepEstimate> step =
+        chooseGradientRing(costOptions(interval, mode, masters.getValue()));
     if (failed(step))
       return failure();
     Builder b(module.getContext());
