@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/ScopeExit.h"
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
 
@@ -398,8 +399,10 @@ private:
   /// Where the gradients' ring is (gradient-ring), recorded on the module with the reason
   /// (`mt.pull_gradients`, `mt.gradient_ring`): in host memory, where each gradient lands; or
   /// in device memory beside the plan's peak, within the budget, each update pulling its
-  /// gradient into the CPU's cache just before it runs (4 bytes a parameter fewer through the
-  /// host's memory). `auto` pulls where the cost model predicts a step at least 2% faster.
+  /// gradient just before it runs (fewer bytes through the host's memory by the share its I/O
+  /// writes leave in the CPU's cache, which the profile measures; and a ring as deep as the
+  /// device has room for). `auto` pulls where the cost model predicts a step at least 2%
+  /// faster.
   /// `landedOptions` is the step's, landed; returns the estimate of the step as chosen.
   FailureOr<StepEstimate> chooseGradientRing(const ScheduleOptions &landedOptions) {
     ModuleOp module = getOperation();
@@ -436,6 +439,13 @@ private:
                  << " of device memory beside the plan's " << formatBytes(peak) << " and "
                  << formatBytes(kPullMargin) << " kept free, beyond the " << formatBytes(budget)
                  << " available; land them in host memory (mtc --gradient-ring=host)";
+        // The cache's share is the profile's measure (its pulled AdamW rate), or none.
+        std::string reads =
+            profile.hostAdamPulledParamsPerSecond > 0
+                ? std::to_string(std::lround(100 * pulledGradientCacheShare(profile))) +
+                      "% of a pulled gradient from the CPU's cache, by the profile"
+                : std::string("a pulled gradient from host memory: the profile has no pulled "
+                              "AdamW rate");
         char numbers[192];
         std::snprintf(numbers, sizeof numbers,
                       "the cost model predicts a step of %.3g s pulling them from a device ring "
@@ -448,7 +458,7 @@ private:
         why = (pull ? "in device memory, each update pulling its gradient: "
                     : "in host memory, where each gradient lands: ") +
               (gradientRing == "device" ? std::string("as asked (gradient-ring device); ") : "") +
-              numbers +
+              numbers + " (AdamW reading " + reads + ")" +
               (fits ? "" : "; the device ring does not fit the budget beside the plan's peak");
       }
     }

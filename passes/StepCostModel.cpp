@@ -450,16 +450,18 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   double h2d = profile.h2dBytesPerSecond * profile.duplexFactor;
   double d2h = profile.d2hBytesPerSecond * profile.duplexFactor;
   // A parameter's update: AdamW's rate alone, slowed by the step's copies, which share the
-  // host's memory with it where the updates run beside them (not after several runs). A
-  // pulled gradient crosses into the CPU's cache, not its memory: AdamW reads it there, and
-  // its bytes take no share of the memory. (The pull itself, at PCIe's rate, runs ahead of
-  // the update that reads it: AdamW, about a fifth of that rate, sets the pace.)
+  // host's memory with it where the updates run beside them (not after several runs). Of a
+  // pulled gradient, the share the host's I/O writes leave in the CPU's cache (measured by
+  // the profile's pulled AdamW rate) AdamW reads there, and those bytes take no share of the
+  // memory. (The pull itself, at PCIe's rate, runs ahead of the update that reads it: AdamW,
+  // about a fifth of that rate, sets the pace.)
+  const double cached = pulled ? pulledGradientCacheShare(profile) : 0;
   const double gradientBytes = weightPasses * static_cast<double>(estimate.params) * 4;
   const double adamwSeconds =
       (ringed ? adamwSlowdown(
-                    adamwBytes(static_cast<double>(estimate.params), hostCopies, pulled),
+                    adamwBytes(static_cast<double>(estimate.params), hostCopies, cached),
                     static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
-                        (pulled ? gradientBytes : 0))
+                        cached * gradientBytes)
               : 1.0) /
       profile.hostAdamParamsPerSecond;
   double edgeSeconds = micro * edge.seconds(profile);

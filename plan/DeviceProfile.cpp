@@ -1,6 +1,7 @@
 // The device profile's JSON form: written by calibration, read by the compiler.
 #include "plan/DeviceProfile.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -28,6 +29,7 @@ constexpr Field kFields[] = {
 constexpr Field kOptionalFields[] = {
     {"host_memory_bytes", &DeviceProfile::hostMemoryBytes},
     {"attention_flops_per_second", &DeviceProfile::attentionFlopsPerSecond},
+    {"host_adam_pulled_params_per_second", &DeviceProfile::hostAdamPulledParamsPerSecond},
 };
 
 /// Of cuBLASLt's bf16 GEMM rate, what cuDNN's flash attention (mt-run's default) reached
@@ -154,6 +156,14 @@ std::optional<DeviceProfile> parseDeviceProfile(const std::string &text, std::st
 double attentionRate(const DeviceProfile &profile) {
   return profile.attentionFlopsPerSecond > 0 ? profile.attentionFlopsPerSecond
                                              : profile.gemmFlopsPerSecond * kAttentionShareOfGemm;
+}
+
+double pulledGradientCacheShare(const DeviceProfile &profile) {
+  if (!(profile.hostAdamPulledParamsPerSecond > 0 && profile.hostAdamParamsPerSecond > 0))
+    return 0;
+  double bytes =
+      adamwBytes(1, true) * profile.hostAdamParamsPerSecond / profile.hostAdamPulledParamsPerSecond;
+  return std::clamp((adamwBytes(1, true) + 4 - bytes) / 8, 0.0, 1.0);
 }
 
 double adamwSlowdown(double adamwBytes, double copiedBytes) {

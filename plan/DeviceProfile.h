@@ -21,6 +21,9 @@ struct DeviceProfile {
   /// Fused attention, forward and backward, in FLOPs counted over every key (as the cost
   /// model counts them) a second; 0: unknown (attentionRate guesses).
   double attentionFlopsPerSecond = 0;
+  /// AdamW's rate where each gradient is pulled from device memory a chunk at a time just
+  /// before its update (the plan's pull_gradients), its pulls included; 0: unknown.
+  double hostAdamPulledParamsPerSecond = 0;
 };
 
 /// The attention rate the cost model takes: the profile's, or where it is unknown (a profile
@@ -29,12 +32,18 @@ struct DeviceProfile {
 double attentionRate(const DeviceProfile &profile);
 
 /// The host-memory bytes one AdamW update of `count` elements reads and writes: the gradient,
-/// the master and both moments read, the master and moments written, and the bf16 copy. A
-/// gradient pulled into the CPU's cache just before its update (`pulled`) is read from there,
-/// not from host memory.
-inline double adamwBytes(double count, bool bf16, bool pulled = false) {
-  return count * ((pulled ? 3 : 4) * 4 + 3 * 4 + (bf16 ? 2 : 0));
+/// the master and both moments read, the master and moments written, and the bf16 copy. Of a
+/// gradient pulled just before its update, the share `cached` is read from the CPU's cache
+/// (where the host's I/O writes land there), not from host memory.
+inline double adamwBytes(double count, bool bf16, double cached = 0) {
+  return count * ((4 - cached) * 4 + 3 * 4 + (bf16 ? 2 : 0));
 }
+
+/// The share of a pulled gradient's bytes that stays in the CPU's cache, from the profile's
+/// AdamW rates: alone, AdamW moves 30 bytes a parameter (bf16 copy included); pulled, its
+/// pulls' DMA adds the gradient's 4 written where it reads 4, up to 34, less 8 a parameter for
+/// the share the cache keeps. 0 where the pulled rate is unknown.
+double pulledGradientCacheShare(const DeviceProfile &profile);
 
 /// How much longer AdamW takes within a step than alone (hostAdamParamsPerSecond is its rate
 /// alone): it is bound by the host's memory, which the step's copies share, each byte a copy
@@ -43,13 +52,13 @@ inline double adamwBytes(double count, bool bf16, bool pulled = false) {
 double adamwSlowdown(double adamwBytes, double copiedBytes);
 
 /// The profile as a JSON object: "name" and the rates, by their snake_case names (the host's
-/// memory and the attention rate where known).
+/// memory, the attention rate and the pulled AdamW rate where known).
 std::string deviceProfileJson(const DeviceProfile &profile);
 
 /// The profile of that JSON object; nothing, with `error` saying why, when the text is not a
-/// JSON object or a rate is missing or not a positive number ("host_memory_bytes" and
-/// "attention_flops_per_second" may be missing: profiles from before them). Other members
-/// are ignored.
+/// JSON object or a rate is missing or not a positive number ("host_memory_bytes",
+/// "attention_flops_per_second" and "host_adam_pulled_params_per_second" may be missing:
+/// profiles from before them). Other members are ignored.
 std::optional<DeviceProfile> parseDeviceProfile(const std::string &text, std::string &error);
 
 } // namespace mt

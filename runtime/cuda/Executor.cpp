@@ -434,8 +434,6 @@ void Executor::placeOffloads(Layout &layout) {
   if (!hostPool)
     throw CudaError("cannot allocate " + std::to_string(hostBytes) +
                     " bytes of host memory for offloaded checkpoints and gradients");
-  if (deviceRing)
-    pullSlots = reinterpret_cast<float *>(hostPool.get() + pullSlotsAt);
   for (const plan::Command &command : stepProgram.commands())
     if (command.op() == "mt.offload")
       for (int r = 0; r < command.results_size(); ++r) {
@@ -519,11 +517,9 @@ void Executor::start(const Layout &layout) {
   pinned = std::make_unique<PinnedMemory>(regions);
 
   streams = {Stream::create(), Stream::create(), Stream::create()};
-  if (deviceRing) {
-    pullStream = Stream::create();
-    for (int s = 0; s < kPullSlots; ++s)
-      pulled.push_back(Event::forOrdering());
-  }
+  if (deviceRing)
+    puller = std::make_unique<GradientPuller>(
+        reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements);
   for (int e = 0; e < plan.events(); ++e)
     events.push_back(Event::forOrdering());
   clock.begin = Event::forTiming();
@@ -583,33 +579,10 @@ int64_t Executor::placeGradientRing(const std::vector<int> &order,
 
 void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) {
   const float *from = gradients.at(p);
-  if (!gradientOnDevice(p)) {
+  if (!gradientOnDevice(p))
     visit(from, 0, count);
-    return;
-  }
-  std::lock_guard<std::mutex> lock(pullMutex);
-  // The first chunk smaller than a slot, so the update starts once 4 MB have crossed rather
-  // than 16 (a step's hundreds of updates would each wait that long).
-  const std::vector<int64_t> begins = pullChunks(count, pullSlotElements);
-  const int64_t chunks = static_cast<int64_t>(begins.size()) - 1;
-  auto slot = [&](int64_t k) { return pullSlots + (k % kPullSlots) * pullSlotElements; };
-  auto issue = [&](int64_t k) {
-    MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), from + begins[k],
-                                  (begins[k + 1] - begins[k]) * sizeof(float),
-                                  cudaMemcpyDeviceToHost, pullStream));
-    MT_CUDA_CHECK(cudaEventRecord(pulled[k % kPullSlots], pullStream));
-  };
-  // Each slot's next chunk is pulled once the update has read the one before: the chunk then
-  // lands while the update reads the three ahead of it.
-  for (int64_t k = 0; k < std::min<int64_t>(kPullSlots, chunks); ++k)
-    issue(k);
-  for (int64_t k = 0; k < chunks; ++k) {
-    MT_CUDA_CHECK(cudaEventSynchronize(pulled[k % kPullSlots]));
-    visit(slot(k), begins[k], begins[k + 1] - begins[k]);
-    pulledBytes += (begins[k + 1] - begins[k]) * static_cast<int64_t>(sizeof(float));
-    if (k + kPullSlots < chunks)
-      issue(k + kPullSlots);
-  }
+  else
+    puller->pull(from, count, visit);
 }
 
 void Executor::gradientLanded(void *data) {

@@ -11,6 +11,7 @@
 #include "runtime/cuda/CudnnAttention.h"
 #include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/DeviceTensor.h"
+#include "runtime/cuda/GradientPuller.h"
 #include "runtime/cuda/PinnedMemory.h"
 #include "runtime/cuda/Scratch.h"
 #include "runtime/train/StepBackend.h"
@@ -139,7 +140,7 @@ public:
   using GradientVisitor = std::function<void(const float *chunk, int64_t first, int64_t count)>;
   void pullGradient(int p, int64_t count, const GradientVisitor &visit);
   /// The bytes pullGradient has moved across PCIe since the executor began.
-  int64_t gradientBytesPulled() const { return pulledBytes.load(); }
+  int64_t gradientBytesPulled() const { return puller ? puller->bytesPulled() : 0; }
   const DeviceMemory &memory() const { return deviceMemory; }
   /// Why a plan that pulls its gradients lands them in host memory in this run; empty where
   /// it pulls them (or does not ask to).
@@ -240,18 +241,13 @@ private:
   std::unique_ptr<char, FreeHostBlock> hostPool;
   std::unique_ptr<PinnedMemory> pinned;
   /// Pulled gradients: the ring in device memory (per step value, whether it lies there),
-  /// and the slots each update pulls its chunks through (in hostPool, at pullSlotsAt) on a
-  /// stream of its own.
+  /// and the puller of its chunks through slots in hostPool (at pullSlotsAt).
   DeviceAllocation deviceRing;
   std::vector<char> onDeviceRing;
   int64_t pullSlotsAt = 0;
   int64_t pullSlotElements = 0; // kPullChunk, or the largest gradient where it is smaller
   std::string gradientsLandedWhy;
-  float *pullSlots = nullptr;
-  Stream pullStream;
-  std::vector<Event> pulled; // per slot: its chunk has landed
-  std::mutex pullMutex;
-  std::atomic<int64_t> pulledBytes{0};
+  std::unique_ptr<GradientPuller> puller;
   std::unique_ptr<Program> step;
   std::vector<std::unique_ptr<Program>> templates;
   std::vector<float *> gradients;

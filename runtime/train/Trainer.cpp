@@ -110,8 +110,10 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   double updateBytes = 0, updatedParameters = 0;
   for (size_t p = 0; p < state.parameters.size(); ++p) {
     const ParameterState &parameter = state.parameters[p];
+    // A pulled gradient counted as read from the cache it is pulled into just before.
+    bool pulled = overlapped && backend->pullsGradient(static_cast<int>(p));
     updateBytes += adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr,
-                              overlapped && backend->pullsGradient(static_cast<int>(p)));
+                              pulled ? 1.0 : 0.0);
     updatedParameters += static_cast<double>(parameter.count);
   }
   // --trace: the updates that run from the last step's start on, beside its streams (the

@@ -1,0 +1,43 @@
+// Pulled gradients: chunks into pinned slots on a stream of their own, ahead of the update.
+#include "runtime/cuda/GradientPuller.h"
+
+#include "plan/DeviceLayout.h"
+#include "runtime/cuda/CudaCheck.h"
+
+#include <algorithm>
+
+namespace mt::cuda {
+
+GradientPuller::GradientPuller(float *slots, int64_t slotElements)
+    : slots(slots), slotElements(slotElements) {
+  for (int s = 0; s < kPullSlots; ++s)
+    landed.push_back(Event::forOrdering());
+}
+
+void GradientPuller::pull(const float *from, int64_t count, const Visitor &visit) {
+  std::lock_guard<std::mutex> lock(pulling);
+  // The first chunk smaller than a slot, so the update starts once 4 MB have crossed rather
+  // than 16 (a step's hundreds of updates would each wait that long).
+  const std::vector<int64_t> begins = pullChunks(count, slotElements);
+  const int64_t chunks = static_cast<int64_t>(begins.size()) - 1;
+  auto slot = [&](int64_t k) { return slots + (k % kPullSlots) * slotElements; };
+  auto issue = [&](int64_t k) {
+    MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), from + begins[k],
+                                  (begins[k + 1] - begins[k]) * sizeof(float),
+                                  cudaMemcpyDeviceToHost, stream));
+    MT_CUDA_CHECK(cudaEventRecord(landed[k % kPullSlots], stream));
+  };
+  // Each slot's next chunk is pulled once the update has read the one before: the chunk then
+  // lands while the update reads the three ahead of it.
+  for (int64_t k = 0; k < std::min<int64_t>(kPullSlots, chunks); ++k)
+    issue(k);
+  for (int64_t k = 0; k < chunks; ++k) {
+    MT_CUDA_CHECK(cudaEventSynchronize(landed[k % kPullSlots]));
+    visit(slot(k), begins[k], begins[k + 1] - begins[k]);
+    pulledBytes += (begins[k + 1] - begins[k]) * static_cast<int64_t>(sizeof(float));
+    if (k + kPullSlots < chunks)
+      issue(k + kPullSlots);
+  }
+}
+
+} // namespace mt::cuda
