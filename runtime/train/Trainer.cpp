@@ -108,10 +108,12 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   // same timing gives --trace its updates.
   std::atomic<int64_t> updateNanos[2] = {0, 0};
   double updateBytes = 0, updatedParameters = 0;
+  bool updatesPulled = false;
   for (size_t p = 0; p < state.parameters.size(); ++p) {
     const ParameterState &parameter = state.parameters[p];
     // A pulled gradient counted as read from the cache it is pulled into just before.
     bool pulled = overlapped && backend->pullsGradient(static_cast<int>(p));
+    updatesPulled = updatesPulled || pulled;
     updateBytes += adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr,
                               pulled ? 1.0 : 0.0);
     updatedParameters += static_cast<double>(parameter.count);
@@ -183,6 +185,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
                          plan.parameters_size(), updatedParameters);
       if (!overlapped)
         record.profile.updatesRanAlone();
+      if (updatesPulled)
+        record.profile.updatesPulled();
       StepMeasureList families = record.profile.measures();
       record.deviceMeasures.insert(record.deviceMeasures.end(), families.begin(), families.end());
       lastProfile = record.profile;

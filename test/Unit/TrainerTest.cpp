@@ -224,16 +224,27 @@ int main(int argc, char **argv) {
       elements *= static_cast<double>(d);
     parameters += elements;
   }
-  auto adamwBytes = [&](int64_t chunk) {
-    Run run = train(plan, tokens, /*overlapping=*/true, profiled, "", "", -1, -1, -1, chunk,
-                    /*streamCopy=*/true);
-    return run.outcome.profile[mt::OpFamily::AdamW].bytes / parameters;
+  auto profileOf = [&](int64_t chunk) {
+    return train(plan, tokens, /*overlapping=*/true, profiled, "", "", -1, -1, -1, chunk,
+                 /*streamCopy=*/true)
+        .outcome.profile;
   };
-  double landed = adamwBytes(0), pulled = adamwBytes(3);
+  mt::StepProfile landedProfile = profileOf(0), pulledProfile = profileOf(3);
+  double landed = landedProfile[mt::OpFamily::AdamW].bytes / parameters,
+         pulled = pulledProfile[mt::OpFamily::AdamW].bytes / parameters;
   check(landed == 30 && pulled == 26,
         "AdamW's profiled bytes a parameter: " + std::to_string(landed) + " landed, " +
             std::to_string(pulled) + " pulled");
-  std::printf("the profile's AdamW bytes: 30 a parameter landed, 26 pulled\n");
+  // --profile-into: a landed step's AdamW rate is the profile's rate alone, a pulled one's
+  // its pulled rate; neither touches the other.
+  mt::DeviceProfile fromLanded, fromPulled;
+  landedProfile.calibrate(fromLanded);
+  pulledProfile.calibrate(fromPulled);
+  check(fromLanded.hostAdamParamsPerSecond > 0 && fromLanded.hostAdamPulledParamsPerSecond == 0 &&
+            fromPulled.hostAdamPulledParamsPerSecond > 0 && fromPulled.hostAdamParamsPerSecond == 0,
+        "--profile-into's AdamW rate went to the wrong rate");
+  std::printf("the profile's AdamW bytes: 30 a parameter landed, 26 pulled; its rate alone or "
+              "pulled\n");
 
   // Two sample-major micro-batches: two runs a step, two batches of the stream, and the loss
   // their mean: each sequence's window is 4 inputs and the next token, so the inputs are
