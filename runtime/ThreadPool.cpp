@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -11,6 +12,11 @@
 namespace mt {
 
 namespace {
+
+/// How long an idle worker watches for the next loop before it sleeps.
+constexpr std::chrono::microseconds kWatch{50};
+/// The most parts a loop spreads over the workers (a count fits 32 bits).
+constexpr int64_t kMaxParts = (int64_t{1} << 31) - 1;
 
 class ThreadPool {
 public:
@@ -34,50 +40,67 @@ public:
   void run(int64_t parts, const std::function<void(int64_t)> &body) {
     // One loop at a time; a loop started from inside one runs on its caller alone.
     std::unique_lock<std::mutex> busy(running, std::try_to_lock);
-    if (!busy.owns_lock() || parts <= 1 || threads.empty()) {
+    if (!busy.owns_lock() || parts <= 1 || parts > kMaxParts || threads.empty()) {
       for (int64_t part = 0; part < parts; ++part)
         body(part);
       return;
     }
     {
+      // What a worker reads once `cursor` hands it a part is written before it: a worker still
+      // draining the loop before may take a part of this one, with this one's task.
       std::lock_guard<std::mutex> lock(mutex);
       task = &body;
-      total = parts;
-      next = 0;
-      pending = parts;
-      ++generation;
+      pending.store(parts, std::memory_order_relaxed);
+      cursor.store(static_cast<uint64_t>(parts) << 32);
+      generation.fetch_add(1, std::memory_order_release);
     }
     wake.notify_all();
     drain();
-    std::unique_lock<std::mutex> lock(mutex);
-    done.wait(lock, [&] { return pending == 0; });
+    auto until = std::chrono::steady_clock::now() + kWatch;
+    while (pending.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    if (pending.load(std::memory_order_acquire) != 0) {
+      std::unique_lock<std::mutex> lock(mutex);
+      done.wait(lock, [&] { return pending.load(std::memory_order_acquire) == 0; });
+    }
     task = nullptr;
   }
 
 private:
-  /// Takes parts until none is left.
+  /// Takes parts until none is left; the last part's worker wakes the loop's caller.
   void drain() {
     while (true) {
-      int64_t part = next.fetch_add(1);
-      if (part >= total)
+      uint64_t taken = cursor.fetch_add(1);
+      int64_t part = static_cast<int64_t>(taken & 0xffffffffu);
+      if (part >= static_cast<int64_t>(taken >> 32))
         return;
       (*task)(part);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (--pending == 0)
+      if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex);
         done.notify_one();
+      }
     }
   }
 
   void work() {
     uint64_t seen = 0;
     while (true) {
-      {
+      // Loops often come back to back (an update's chunks as they are pulled): a worker
+      // watches for the next one a while before it sleeps, so it joins without a wake-up
+      // through the mutex, which 15 sleepers would take in turn.
+      auto until = std::chrono::steady_clock::now() + kWatch;
+      while (generation.load(std::memory_order_acquire) == seen &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+      uint64_t current = generation.load(std::memory_order_acquire);
+      if (current == seen) {
         std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [&] { return stopping || generation != seen; });
+        wake.wait(lock, [&] { return stopping || generation.load() != seen; });
         if (stopping)
           return;
-        seen = generation;
+        current = generation.load();
       }
+      seen = current;
       drain();
     }
   }
@@ -86,9 +109,11 @@ private:
   std::mutex mutex, running;
   std::condition_variable wake, done;
   const std::function<void(int64_t)> *task = nullptr;
-  int64_t total = 0, pending = 0;
-  std::atomic<int64_t> next{0};
-  uint64_t generation = 0;
+  /// The loop's next part (low 32 bits) and its count (high 32), in one word, so that a
+  /// part taken is always measured against its own loop's count.
+  std::atomic<uint64_t> cursor{0};
+  std::atomic<int64_t> pending{0};
+  std::atomic<uint64_t> generation{0};
   bool stopping = false;
 };
 
