@@ -453,17 +453,18 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // host's memory with it where the updates run beside them (not after several runs). Of a
   // pulled gradient, the share the host's I/O writes leave in the CPU's cache (measured by
   // the profile's pulled AdamW rate) AdamW reads there, and those bytes take no share of the
-  // memory. (The pull itself, at PCIe's rate, runs ahead of the update that reads it: AdamW,
-  // about a fifth of that rate, sets the pace.)
+  // memory. Each byte moves at the speed AdamW's bytes alone move at its rate alone. (The
+  // pull itself, at PCIe's rate, runs ahead of the update that reads it: AdamW, about a
+  // fifth of that rate, sets the pace.)
   const double cached = pulled ? pulledGradientCacheShare(profile) : 0;
-  const double gradientBytes = weightPasses * static_cast<double>(estimate.params) * 4;
+  const double params = static_cast<double>(estimate.params);
+  const double gradientBytes = weightPasses * params * 4;
+  const double stepBytes =
+      adamwBytes(params, hostCopies, cached) +
+      static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
+      cached * gradientBytes;
   const double adamwSeconds =
-      (ringed ? adamwSlowdown(
-                    adamwBytes(static_cast<double>(estimate.params), hostCopies, cached),
-                    static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
-                        cached * gradientBytes)
-              : 1.0) /
-      profile.hostAdamParamsPerSecond;
+      (ringed ? stepBytes / adamwBytes(params, hostCopies) : 1.0) / profile.hostAdamParamsPerSecond;
   double edgeSeconds = micro * edge.seconds(profile);
   const int64_t epilogueParams = edgeParams - prologueParams;
   // Update ids within a step: layer n is n, the epilogue L, the prologue L + 1; step s's are

@@ -18,6 +18,9 @@ constexpr std::chrono::microseconds kWatch{50};
 /// The most parts a loop spreads over the workers (a count fits 32 bits).
 constexpr int64_t kMaxParts = (int64_t{1} << 31) - 1;
 
+/// Whether this thread is the caller of the pool's loop now running (it holds `running`).
+thread_local bool callingLoop = false;
+
 class ThreadPool {
 public:
   ThreadPool() {
@@ -38,13 +41,20 @@ public:
   int64_t size() const { return static_cast<int64_t>(threads.size()) + 1; }
 
   void run(int64_t parts, const std::function<void(int64_t)> &body) {
-    // One loop at a time; a loop started from inside one runs on its caller alone.
-    std::unique_lock<std::mutex> busy(running, std::try_to_lock);
+    // One loop at a time: a loop started from inside one (by its caller or a worker), or
+    // beside one, runs on its caller alone.
+    std::unique_lock<std::mutex> busy;
+    if (!callingLoop)
+      busy = std::unique_lock<std::mutex>(running, std::try_to_lock);
     if (!busy.owns_lock() || parts <= 1 || parts > kMaxParts || threads.empty()) {
       for (int64_t part = 0; part < parts; ++part)
         body(part);
       return;
     }
+    callingLoop = true;
+    struct Called {
+      ~Called() { callingLoop = false; }
+    } called;
     {
       // What a worker reads once `cursor` hands it a part is written before it: a worker still
       // draining the loop before may take a part of this one, with this one's task.

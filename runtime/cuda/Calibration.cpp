@@ -137,18 +137,20 @@ std::string calibrateDevice(const std::string &path) {
   // gradient of them all, so its first chunk's wait, which the cost model charges each
   // tensor, weighs nothing here. The 1 GiB copy buffers hold the gradient and the slots.
   MT_CUDA_CHECK(cudaMemcpy(deviceIn, grad.data(), params * sizeof(float), cudaMemcpyHostToDevice));
-  GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk);
   double pulledAdam = 0;
-  for (int run = 4; run <= 6; ++run) {
-    auto start = std::chrono::steady_clock::now();
-    puller.pull(static_cast<const float *>(deviceIn), params,
-                [&](const float *chunk, int64_t first, int64_t count) {
-                  adamwUpdate(param.data() + first, m.data() + first, v.data() + first, chunk,
-                              count, 1e-3, 0.1, adamw, run, copy.data() + first);
-                });
-    pulledAdam = std::max(
-        pulledAdam,
-        params / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  {
+    GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk); // before they go
+    for (int run = 4; run <= 6; ++run) {
+      auto start = std::chrono::steady_clock::now();
+      puller.pull(static_cast<const float *>(deviceIn), params,
+                  [&](const float *chunk, int64_t first, int64_t count) {
+                    adamwUpdate(param.data() + first, m.data() + first, v.data() + first, chunk,
+                                count, 1e-3, 0.1, adamw, run, copy.data() + first);
+                  });
+      pulledAdam = std::max(
+          pulledAdam,
+          params / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
   }
   size_t freeBytes, totalBytes;
   MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));

@@ -29,14 +29,20 @@ void GradientPuller::pull(const float *from, int64_t count, const Visitor &visit
   };
   // Each slot's next chunk is pulled once the update has read the one before: the chunk then
   // lands while the update reads the three ahead of it.
-  for (int64_t k = 0; k < std::min<int64_t>(kPullSlots, chunks); ++k)
-    issue(k);
-  for (int64_t k = 0; k < chunks; ++k) {
-    MT_CUDA_CHECK(cudaEventSynchronize(landed[k % kPullSlots]));
-    visit(slot(k), begins[k], begins[k + 1] - begins[k]);
-    pulledBytes += (begins[k + 1] - begins[k]) * static_cast<int64_t>(sizeof(float));
-    if (k + kPullSlots < chunks)
-      issue(k + kPullSlots);
+  try {
+    for (int64_t k = 0; k < std::min<int64_t>(kPullSlots, chunks); ++k)
+      issue(k);
+    for (int64_t k = 0; k < chunks; ++k) {
+      MT_CUDA_CHECK(cudaEventSynchronize(landed[k % kPullSlots]));
+      visit(slot(k), begins[k], begins[k + 1] - begins[k]);
+      pulledBytes += (begins[k + 1] - begins[k]) * static_cast<int64_t>(sizeof(float));
+      if (k + kPullSlots < chunks)
+        issue(k + kPullSlots);
+    }
+  } catch (...) {
+    // The chunks still crossing land before the caller may free or reuse the slots.
+    cudaStreamSynchronize(stream);
+    throw;
   }
 }
 

@@ -155,16 +155,18 @@ std::string StepProfile::calibrate(DeviceProfile &profile) const {
   rate({OpFamily::Products, OpFamily::Attention, OpFamily::Norms, OpFamily::Rope,
         OpFamily::Elementwise, OpFamily::Loss},
        false, profile.memoryBytesPerSecond, "memory-bound kernels");
-  if (const FamilyTime &adamw = (*this)[OpFamily::AdamW]; adamw.ms > 0 && adamw.parameters > 0) {
+  // A pulled step's AdamW time holds each tensor's wait for its first chunk, which the cost
+  // model charges apart: it leaves both rates as --calibrate measured them.
+  if (const FamilyTime &adamw = (*this)[OpFamily::AdamW];
+      adamw.ms > 0 && adamw.parameters > 0 && !pulled) {
     // The rate alone, as the profile keeps it: beside the step, its copies took their share
-    // of the host's memory from it (adamwSlowdown, as the cost model charges them back). Its
-    // pulls are its own (the pulled rate, as --calibrate measures it with them).
+    // of the host's memory from it (adamwSlowdown, as the cost model charges them back).
     double copied = updatesBesideCopies ? (*this)[OpFamily::Copies].bytes : 0;
-    double &into = pulled ? profile.hostAdamPulledParamsPerSecond : profile.hostAdamParamsPerSecond;
-    into = adamw.parameters / (adamw.ms / 1e3) * adamwSlowdown(adamw.bytes, copied);
+    profile.hostAdamParamsPerSecond =
+        adamw.parameters / (adamw.ms / 1e3) * adamwSlowdown(adamw.bytes, copied);
     char line[64];
-    std::snprintf(line, sizeof line, "%sAdamW%s %.4g G params/s", set.empty() ? "" : ", ",
-                  pulled ? " pulled" : "", into / 1e9);
+    std::snprintf(line, sizeof line, "%sAdamW %.4g G params/s", set.empty() ? "" : ", ",
+                  profile.hostAdamParamsPerSecond / 1e9);
     set += line;
   }
   return set;

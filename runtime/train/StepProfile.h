@@ -59,8 +59,8 @@ public:
   /// units, for each kind that ran with work: the products and the fused loss (the GEMM
   /// rate), attention, every kernel counted in bytes (the memory rate), and the CPU's AdamW
   /// rate alone (where it ran beside the step's copies, their share of the host's memory
-  /// given back: adamwSlowdown), or where the updates pulled their gradients, AdamW's pulled
-  /// rate. Returns what it set, as a line.
+  /// given back: adamwSlowdown; not where the updates pulled their gradients). Returns what
+  /// it set, as a line.
   std::string calibrate(DeviceProfile &profile) const;
   /// The step's updates ran after its copies (several runs a step), not beside them.
   void updatesRanAlone() { updatesBesideCopies = false; }

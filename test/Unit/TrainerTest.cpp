@@ -235,16 +235,20 @@ int main(int argc, char **argv) {
   check(landed == 30 && pulled == 26,
         "AdamW's profiled bytes a parameter: " + std::to_string(landed) + " landed, " +
             std::to_string(pulled) + " pulled");
-  // --profile-into: a landed step's AdamW rate is the profile's rate alone, a pulled one's
-  // its pulled rate; neither touches the other.
+  // --profile-into: a landed step's AdamW rate is the profile's rate alone; a pulled one's
+  // holds its pulls' waits, and leaves both rates as they were.
   mt::DeviceProfile fromLanded, fromPulled;
+  fromPulled.hostAdamParamsPerSecond = 1;
+  fromPulled.hostAdamPulledParamsPerSecond = 2;
   landedProfile.calibrate(fromLanded);
   pulledProfile.calibrate(fromPulled);
   check(fromLanded.hostAdamParamsPerSecond > 0 && fromLanded.hostAdamPulledParamsPerSecond == 0 &&
-            fromPulled.hostAdamPulledParamsPerSecond > 0 && fromPulled.hostAdamParamsPerSecond == 0,
-        "--profile-into's AdamW rate went to the wrong rate");
-  std::printf("the profile's AdamW bytes: 30 a parameter landed, 26 pulled; its rate alone or "
-              "pulled\n");
+            fromPulled.hostAdamParamsPerSecond == 1 &&
+            fromPulled.hostAdamPulledParamsPerSecond == 2,
+        "--profile-into's AdamW rates: a landed step's went elsewhere, or a pulled one's was "
+        "written");
+  std::printf("the profile's AdamW bytes: 30 a parameter landed, 26 pulled; a landed step's "
+              "rate into the profile\n");
 
   // Two sample-major micro-batches: two runs a step, two batches of the stream, and the loss
   // their mean: each sequence's window is 4 inputs and the next token, so the inputs are
