@@ -54,6 +54,8 @@ for row in "${rows[@]}"; do
   echo "-- mt $name: rc $?"
   [[ ${#trace[@]} -gt 0 ]] && python3 scripts/trace_summary.py "$out/trace-$name.json" --gaps 3
   grep -E "^attention +\||^gradients +\||cuDNN declines" "$out/mt-$name.txt" | head -4
+  # Pulled rows: the time the updates waited for their chunks, each step after the first.
+  python3 -c "import json, sys; w = [r['pull_wait_ms'] for r in map(json.loads, open(sys.argv[1])) if 'pull_wait_ms' in r][1:]; w and print('pull waits ms', [round(x, 1) for x in w])" "$out/mt-$name.jsonl"
   tail -n 14 "$out/mt-$name.txt"
   [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue
   for peer in ${peers//,/ }; do

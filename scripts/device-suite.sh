@@ -439,8 +439,10 @@ assert runs[1][-1].get("gradient_ring_device_bytes", 0) > 0, "no gradient was pu
 for a, b in zip(*runs):
     assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])
     assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-6 * a["grad_norm"], (a, b)
+assert all(r.get("pulled_gbps", 0) > 0 and "pull_wait_ms" in r for r in runs[1][1:]), runs[1]
 print(len(runs[0]), "steps, the same losses landed and pulled; step ms landed",
-      [round(r["ms"]) for r in runs[0]], "pulled", [round(r["ms"]) for r in runs[1]])
+      [round(r["ms"]) for r in runs[0]], "pulled", [round(r["ms"]) for r in runs[1]],
+      "of which the updates waited for pulls", [round(r["pull_wait_ms"], 1) for r in runs[1]])
 PY
 }
 part llama-1b-pulled pulled_same_losses

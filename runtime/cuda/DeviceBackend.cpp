@@ -89,9 +89,12 @@ public:
     if (step == cuda::injectedFaultStep())
       cuda::launchTrap(nullptr); // the legacy stream: every stream of the executor then fails
     int64_t pulledBefore = executor->gradientBytesPulled();
+    double waitedBefore = executor->gradientPullWaitMs();
     last = executor->run(inputs);
-    // The updates pull while the steps run: the bytes since the last step's start.
+    // The updates pull while the steps run: the bytes since the last step's start, and the
+    // time the updates waited for them.
     pulledInStep = executor->gradientBytesPulled() - pulledBefore;
+    pullWaitInStep = executor->gradientPullWaitMs() - waitedBefore;
     used = std::max(used, baselineFree - freeDeviceBytes());
     losses[step & 1] = last.loss;
     return last.loss;
@@ -197,6 +200,7 @@ private:
   int64_t baselineFree = 0;  // free device memory before the executor allocated anything
   int64_t used = 0;          // device memory the process holds after the last step
   int64_t pulledInStep = 0;  // gradient bytes the updates pulled while the last step ran
+  double pullWaitInStep = 0; // ms the updates waited for those pulls
   double losses[2] = {0, 0}; // this rank's loss of the last two steps, then over the ranks
 };
 
@@ -262,6 +266,7 @@ StepMeasureList DeviceBackend::measures() const {
       {"d2h_gbps", last.copiedBytes[1] / seconds / 1e9},
       // A plan that pulls its gradients: the updates' pulls while the step ran, beside its d2h.
       {"pulled_gbps", pulledInStep / seconds / 1e9},
+      {"pull_wait_ms", pullWaitInStep},
       {"compute_busy", last.busyMs[1] / last.ms},
       {"device_bytes", static_cast<double>(held())},
       {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},

@@ -139,8 +139,10 @@ public:
   /// From one thread at a time, after p's gradient has landed.
   using GradientVisitor = std::function<void(const float *chunk, int64_t first, int64_t count)>;
   void pullGradient(int p, int64_t count, const GradientVisitor &visit);
-  /// The bytes pullGradient has moved across PCIe since the executor began.
+  /// The bytes pullGradient has moved across PCIe since the executor began, and the time its
+  /// callers (the updates) waited for them.
   int64_t gradientBytesPulled() const { return puller ? puller->bytesPulled() : 0; }
+  double gradientPullWaitMs() const { return puller ? puller->waitedMs() : 0; }
   const DeviceMemory &memory() const { return deviceMemory; }
   /// Why a plan that pulls its gradients lands them in host memory in this run; empty where
   /// it pulls them (or does not ask to).

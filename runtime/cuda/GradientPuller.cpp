@@ -33,7 +33,11 @@ void GradientPuller::pull(const float *from, int64_t count, const Visitor &visit
     for (int64_t k = 0; k < std::min<int64_t>(kPullSlots, chunks); ++k)
       issue(k);
     for (int64_t k = 0; k < chunks; ++k) {
+      auto waiting = std::chrono::steady_clock::now();
       MT_CUDA_CHECK(cudaEventSynchronize(landed[k % kPullSlots]));
+      waitedNanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - waiting)
+                         .count();
       visit(slot(k), begins[k], begins[k + 1] - begins[k]);
       pulledBytes += (begins[k + 1] - begins[k]) * static_cast<int64_t>(sizeof(float));
       if (k + kPullSlots < chunks)

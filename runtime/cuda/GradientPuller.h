@@ -6,6 +6,7 @@
 #include "runtime/cuda/CudaHandles.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -25,8 +26,9 @@ public:
   using Visitor = std::function<void(const float *chunk, int64_t first, int64_t count)>;
   void pull(const float *from, int64_t count, const Visitor &visit);
 
-  /// The bytes pulled so far.
+  /// The bytes pulled so far, and the time the pulls' callers waited for chunks to land.
   int64_t bytesPulled() const { return pulledBytes.load(); }
+  double waitedMs() const { return waitedNanos.load() / 1e6; }
 
 private:
   float *slots;
@@ -34,7 +36,7 @@ private:
   Stream stream = Stream::create();
   std::vector<Event> landed; // per slot: its chunk has crossed
   std::mutex pulling;
-  std::atomic<int64_t> pulledBytes{0};
+  std::atomic<int64_t> pulledBytes{0}, waitedNanos{0};
 };
 
 } // namespace mt::cuda
