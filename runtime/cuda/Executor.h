@@ -55,8 +55,8 @@ struct ExecutorOptions {
   /// With the ring and a plan that pulls its gradients (pull_gradients), the ring lies in
   /// device memory instead (a device-to-device copy lands each gradient), and each update
   /// pulls its gradient into host memory a chunk at a time just before reading it
-  /// (pullGradient): the DMA then writes into the CPU's last-level cache, and the gradient
-  /// need not cross the host's memory, which AdamW is bound by.
+  /// (pullGradient, through a GradientPuller): where the host's I/O writes land in the CPU's
+  /// last-level cache, the gradient need not cross the host's memory, which AdamW is bound by.
   bool gradientRing = false;
   /// The kernels of fused attention (cuDNN's where they serve, or mt's own).
   AttentionKernels attention = AttentionKernels::Cudnn;

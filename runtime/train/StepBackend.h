@@ -82,8 +82,8 @@ public:
   virtual void readGradient(int p, int64_t count, const GradientVisitor &visit) {
     visit(gradient(p), 0, count);
   }
-  /// Whether readGradient pulls p's gradient from the device (into the CPU's cache, so AdamW
-  /// reads it from there rather than from host memory).
+  /// Whether readGradient pulls p's gradient from the device just before its update (where
+  /// the host's I/O writes land in the CPU's cache, AdamW reads it from there).
   virtual bool pullsGradient(int) const { return false; }
 
   /// Whether gradients land while run() goes on (onGradient), and the next run waits for
