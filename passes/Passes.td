@@ -328,13 +328,13 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     `gradient-ring` says where the ring of gradients is, where each update starts as its
     gradient lands (one run a step): `host`, pinned host memory each gradient lands in;
     `device`, device memory beside the plan's peak (within the budget), each update pulling
-    its gradient through small pinned slots into the CPU's cache just before it runs, so
-    AdamW reads 4 bytes a parameter fewer from the host's memory; `auto` the device where
-    the cost model predicts a step at least 2% faster and the ring fits. Asked for, the
-    device ring has room: the plan's arena and placement fit the budget less the least ring
-    and the runtime's margin. `host` is the
-    default until pulled gradients have run on a GPU. The module records the choice
-    (`mt.pull_gradients`) and why (`mt.gradient_ring`).
+    its gradient through small pinned slots just before it runs, so that AdamW reads from the
+    CPU's cache the share of it the profile measures there (pulledGradientCacheShare); `auto`
+    the device where the cost model predicts a step at least 2% faster and the ring fits.
+    Asked for, the device ring has room: the plan's arena and placement fit the budget less
+    the least ring and the runtime's margin. `host` is the default: on its first GPU host,
+    pulling paid on two rows of three. The module records the choice (`mt.pull_gradients`)
+    and why (`mt.gradient_ring`).
   }];
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
   let options = [

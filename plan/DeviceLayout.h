@@ -30,10 +30,11 @@ constexpr int64_t kMaxChunks = 256;
 /// it are updated), and what a plan without a depth of its own gets.
 constexpr int64_t kLeastGradientRingLayers = 3;
 
-/// Pulled gradients (a plan's pull_gradients) cross in chunks of 4Mi elements (16 MB) through
-/// four pinned host slots: chunks that small stay in the last-level cache from the DMA's write
-/// to the update's read, where 64 MB chunks no longer did (mt-gpu-landing-bench;
-/// docs/PERFORMANCE.md).
+/// Pulled gradients (a plan's pull_gradients) cross in chunks of up to 4Mi elements (16 MB)
+/// through four pinned host slots: on the H200 machine's host, chunks that small stayed in the
+/// last-level cache from the DMA's write to the update's read, where 64 MB chunks no longer
+/// did (mt-gpu-landing-bench; docs/PERFORMANCE.md). How much stays is the host's
+/// (pulledGradientCacheShare).
 constexpr int64_t kPullChunk = int64_t{1} << 22;
 constexpr int kPullSlots = 4;
 /// Device memory the pulled gradients' ring leaves free beside the plan's: cuDNN's own

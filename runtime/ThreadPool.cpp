@@ -21,6 +21,17 @@ constexpr int64_t kMaxParts = (int64_t{1} << 31) - 1;
 /// Whether this thread is the caller of the pool's loop now running (it holds `running`).
 thread_local bool callingLoop = false;
 
+/// Yields until `ready` holds or kWatch has passed; whether it holds.
+template <typename Ready> bool watch(Ready ready) {
+  auto until = std::chrono::steady_clock::now() + kWatch;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= until)
+      return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 class ThreadPool {
 public:
   ThreadPool() {
@@ -66,12 +77,10 @@ public:
     }
     wake.notify_all();
     drain();
-    auto until = std::chrono::steady_clock::now() + kWatch;
-    while (pending.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::yield();
-    if (pending.load(std::memory_order_acquire) != 0) {
+    auto finished = [&] { return pending.load(std::memory_order_acquire) == 0; };
+    if (!watch(finished)) {
       std::unique_lock<std::mutex> lock(mutex);
-      done.wait(lock, [&] { return pending.load(std::memory_order_acquire) == 0; });
+      done.wait(lock, finished);
     }
     task = nullptr;
   }
@@ -98,19 +107,13 @@ private:
       // Loops often come back to back (an update's chunks as they are pulled): a worker
       // watches for the next one a while before it sleeps, so it joins without a wake-up
       // through the mutex, which 15 sleepers would take in turn.
-      auto until = std::chrono::steady_clock::now() + kWatch;
-      while (generation.load(std::memory_order_acquire) == seen &&
-             std::chrono::steady_clock::now() < until)
-        std::this_thread::yield();
-      uint64_t current = generation.load(std::memory_order_acquire);
-      if (current == seen) {
+      if (!watch([&] { return generation.load(std::memory_order_acquire) != seen; })) {
         std::unique_lock<std::mutex> lock(mutex);
         wake.wait(lock, [&] { return stopping || generation.load() != seen; });
         if (stopping)
           return;
-        current = generation.load();
       }
-      seen = current;
+      seen = generation.load(std::memory_order_acquire);
       drain();
     }
   }

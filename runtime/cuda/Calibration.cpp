@@ -122,15 +122,24 @@ std::string calibrateDevice(const std::string &path) {
   adamw.set_eps(1e-8);
   std::vector<float> param(params, 1.0f), m(params), v(params), grad(params, 0.01f);
   std::vector<uint16_t> copy(params);
-  double adam = 0;
-  for (int run = 1; run <= 3; ++run) {
-    auto start = std::chrono::steady_clock::now();
-    adamwUpdate(param.data(), m.data(), v.data(), grad.data(), params, 1e-3, 0.1, adamw, run,
-                copy.data());
-    adam = std::max(adam, params / std::chrono::duration<double>(
-                                         std::chrono::steady_clock::now() - start)
-                                         .count());
-  }
+  // The fastest of three steps' updates (steps `first` on), each reading the gradient
+  // through `read`, in parameters a second.
+  using Update = std::function<void(const float *grad, int64_t first, int64_t count)>;
+  auto adamRate = [&](int first, const std::function<void(const Update &)> &read) {
+    double rate = 0;
+    for (int run = first; run < first + 3; ++run) {
+      auto start = std::chrono::steady_clock::now();
+      read([&](const float *grad, int64_t from, int64_t count) {
+        adamwUpdate(param.data() + from, m.data() + from, v.data() + from, grad, count, 1e-3, 0.1,
+                    adamw, run, copy.data() + from);
+      });
+      rate = std::max(
+          rate,
+          params / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return rate;
+  };
+  double adam = adamRate(1, [&](const Update &update) { update(grad.data(), 0, params); });
   // Again with the gradient pulled from device memory through the runtime's slots, each
   // chunk just before its update (the plan's pull_gradients): the rate tells how much of the
   // gradient the host's I/O writes leave in the CPU's cache (pulledGradientCacheShare). One
@@ -140,17 +149,9 @@ std::string calibrateDevice(const std::string &path) {
   double pulledAdam = 0;
   {
     GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk); // before they go
-    for (int run = 4; run <= 6; ++run) {
-      auto start = std::chrono::steady_clock::now();
-      puller.pull(static_cast<const float *>(deviceIn), params,
-                  [&](const float *chunk, int64_t first, int64_t count) {
-                    adamwUpdate(param.data() + first, m.data() + first, v.data() + first, chunk,
-                                count, 1e-3, 0.1, adamw, run, copy.data() + first);
-                  });
-      pulledAdam = std::max(
-          pulledAdam,
-          params / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
+    pulledAdam = adamRate(4, [&](const Update &update) {
+      puller.pull(static_cast<const float *>(deviceIn), params, update);
+    });
   }
   size_t freeBytes, totalBytes;
   MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
