@@ -599,7 +599,11 @@ LogicalResult verifyCopy(Operation *op, StringRef kind) {
 
 } // namespace
 
-LogicalResult PrefetchOp::verify() { return verifyCopy(*this, getKind()); }
+LogicalResult PrefetchOp::verify() {
+  if (getPersistent() && getKind() != "weights")
+    return emitOpError("keeps only weights persistent, not ") << getKind();
+  return verifyCopy(*this, getKind());
+}
 LogicalResult OffloadOp::verify() { return verifyCopy(*this, getKind()); }
 
 LogicalResult AwaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>, ValueRange operands,

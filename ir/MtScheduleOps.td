@@ -19,13 +19,17 @@ def MT_PrefetchOp : MT_Op<"prefetch"> {
   let summary = "copies host tensors (a layer's weights, a checkpoint) into device memory";
   let description = [{
     The results are the device copies of the operands, in order, then the token of the copy.
-    `layer` names the layer (-1: prologue or epilogue); `kind` says what moves.
+    `layer` names the layer (-1: prologue or epilogue); `kind` says what moves. `persistent`
+    weights keep their device copies across steps: the step's first run copies them, and each
+    later step finds them as the previous step's updates left them (the runtime sends each
+    update's bf16 copy to the device as the update runs), so they cross nowhere in the step.
 
     ```mlir
     %w:2, %t = mt.prefetch %a, %b {kind = "weights", layer = 3 : i64} : (tensor<8x8xf32>, tensor<8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>, !mt.token)
     ```
   }];
-  let arguments = (ins Variadic<MT_Tensor>:$host_values, StrAttr:$kind, I64Attr:$layer);
+  let arguments = (ins Variadic<MT_Tensor>:$host_values, StrAttr:$kind, I64Attr:$layer,
+                       UnitAttr:$persistent);
   let results = (outs Variadic<MT_Tensor>:$device_values, MT_Token:$token);
   let assemblyFormat = "$host_values attr-dict `:` functional-type($host_values, results)";
   let hasVerifier = 1;

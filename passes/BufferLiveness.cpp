@@ -307,6 +307,10 @@ BufferLiveness analyzeBuffers(func::FuncOp step) {
       DeviceBuffer buffer{op, static_cast<int>(result.getResultNumber()), deviceBytes(result), i, i};
       for (Operation *reader : readersOf(result))
         buffer.last = std::max(buffer.last, position.lookup(reader));
+      // Persistent weights keep their bytes from one step into the next: nothing else may
+      // take them at any point of the step.
+      if (auto prefetch = llvm::dyn_cast<PrefetchOp>(op); prefetch && prefetch.getPersistent())
+        buffer.last = liveness.ops.size() - 1;
       liveness.buffers.push_back(buffer);
     }
     if (auto call = llvm::dyn_cast<func::CallOp>(op)) {

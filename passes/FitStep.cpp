@@ -64,12 +64,23 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
           << gradientRing << "'";
       return signalPassFailure();
     }
-    if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0 || residentLayers < 0) {
+    if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0 || residentLayers < 0 ||
+        persistentLayers < 0) {
       emitError(module.getLoc(),
                 "mt-fit-step: micro-batches must be at least 1, recompute-interval, "
-                "device-memory and resident-layers at least 0; got ")
+                "device-memory, resident-layers and persistent-layers at least 0; got ")
           << microBatches.getValue() << ", " << recomputeInterval.getValue() << ", "
-          << deviceMemory.getValue() << " and " << residentLayers.getValue();
+          << deviceMemory.getValue() << ", " << residentLayers.getValue() << " and "
+          << persistentLayers.getValue();
+      return signalPassFailure();
+    }
+    // The device receives each update's bf16 copy of a persistent weight.
+    auto floatBytes = module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes);
+    if (persistentLayers > 0 &&
+        ((floatBytes && floatBytes.getInt() == 4) || weightStream == "fp32")) {
+      emitError(module.getLoc(), "mt-fit-step: persistent-layers needs bf16 device floats and the "
+                                 "host's bf16 copies (weight-stream bf16 or auto), got ")
+          << (floatBytes && floatBytes.getInt() == 4 ? "fp32 device floats" : "weight-stream fp32");
       return signalPassFailure();
     }
     std::string error;
@@ -202,6 +213,7 @@ private:
       options.checkpointsOnDevice = checkpointsOnDevice.getValue();
       options.overlapOffloads = overlap;
       options.residentLayers = residentLayers.getValue();
+      options.persistentLayers = persistentLayers.getValue();
       buildSchedulePassPipeline(pipeline, options);
       FailureOr<ModuleOp> scheduled = tryPipeline(trained, pipeline);
       if (failed(scheduled)) {
@@ -338,6 +350,7 @@ private:
     options.recomputeInterval = std::max<int64_t>(k, 1);
     options.streamMasters = streamMasters;
     options.residentLayers = residentLayers;
+    options.persistentLayers = persistentLayers;
     return options;
   }
 
@@ -352,6 +365,8 @@ private:
     if (floatBytes && floatBytes.getInt() == 4) {
       masters = true;
       why = "the fp32 slots read them";
+    } else if (persistentLayers > 0) {
+      why = "the persistent weights receive each update's bf16 copy";
     } else if (weightStream == "auto") {
       FailureOr<StepEstimate> copies = estimateStep(module, profile, costOptions(interval, mode));
       FailureOr<StepEstimate> fp32 =
@@ -483,6 +498,7 @@ private:
     module->setAttr("mt.recompute_interval", b.getI64IntegerAttr(step->recomputeInterval));
     module->setAttr("mt.gradient_ring_layers", b.getI64IntegerAttr(step->gradientRingLayers));
     module->setAttr("mt.resident_layers", b.getI64IntegerAttr(step->residentLayers));
+    module->setAttr("mt.persistent_layers", b.getI64IntegerAttr(step->persistentLayers));
     module->setAttr("mt.checkpoints_on_device", b.getBoolAttr(step->checkpointsOnDevice));
     if (!placement.empty())
       module->setAttr("mt.placement", b.getStringAttr(placement));

@@ -34,16 +34,21 @@ template <typename CopyOp>
 CopyOp createCopy(OpBuilder &b, Location loc, ValueRange values, StringRef kind, int64_t layer) {
   llvm::SmallVector<Type> types(values.getTypes());
   types.push_back(TokenType::get(b.getContext()));
-  return b.create<CopyOp>(loc, types, values, b.getStringAttr(kind), b.getI64IntegerAttr(layer));
+  if constexpr (std::is_same_v<CopyOp, PrefetchOp>)
+    return b.create<CopyOp>(loc, types, values, b.getStringAttr(kind), b.getI64IntegerAttr(layer),
+                            /*persistent=*/UnitAttr());
+  else
+    return b.create<CopyOp>(loc, types, values, b.getStringAttr(kind), b.getI64IntegerAttr(layer));
 }
 
 struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPass> {
   using InsertTransfersPassBase::InsertTransfersPassBase;
 
   void runOnOperation() override {
-    if (residentLayers < 0) {
-      getOperation().emitError("mt-insert-transfers: resident-layers must be at least 0, got ")
-          << residentLayers.getValue();
+    if (residentLayers < 0 || persistentLayers < 0) {
+      getOperation().emitError("mt-insert-transfers: resident-layers and persistent-layers must "
+                               "be at least 0, got ")
+          << residentLayers.getValue() << " and " << persistentLayers.getValue();
       return signalPassFailure();
     }
     auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
@@ -112,9 +117,14 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
       if (llvm::SmallVector<Value> weights = parametersOf(group.front());
           !weights.empty() && !llvm::is_contained(readOrder, weights))
         readOrder.push_back(weights);
+    // The last `persistentLayers` of them keep their weights on the device across steps as
+    // well: one prefetch before the step's first computation, which the runtime fills once
+    // and then from each update.
     llvm::SmallVector<std::pair<llvm::SmallVector<Value>, PrefetchOp>> resident;
-    for (size_t i = readOrder.size() - std::min<size_t>(residentLayers, readOrder.size());
-         i < readOrder.size(); ++i)
+    const size_t kept = std::max<size_t>(residentLayers, persistentLayers);
+    const size_t firstPersistent =
+        readOrder.size() - std::min<size_t>(persistentLayers, readOrder.size());
+    for (size_t i = readOrder.size() - std::min(kept, readOrder.size()); i < readOrder.size(); ++i)
       resident.push_back({readOrder[i], PrefetchOp()});
     llvm::DenseMap<Value, Value> reloaded;
     for (auto [g, group] : llvm::enumerate(groups)) {
@@ -137,9 +147,15 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
         auto kept = llvm::find_if(resident, [&](auto &set) { return set.first == weights; });
         PrefetchOp prefetch = kept != resident.end() ? kept->second : PrefetchOp();
         if (!prefetch) {
-          placeAfter(weights.front());
+          bool persistent =
+              llvm::is_contained(llvm::ArrayRef(readOrder).drop_front(firstPersistent), weights);
+          if (persistent)
+            b.setInsertionPoint(start);
+          else
+            placeAfter(weights.front());
           prefetch = createCopy<PrefetchOp>(b, group.front().getLoc(), weights, "weights",
                                             layerOf(group.front()));
+          prefetch.setPersistent(persistent);
           if (kept != resident.end())
             kept->second = prefetch;
         }
@@ -166,6 +182,8 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
     // Prologue and epilogue parameters arrive just before their first use, ahead of the
     // layers' prefetches issued there for later calls: copies cross in the order the step
     // reads them (the embedding's table before the first layers' weights, not after them).
+    // Where every layer's weights persist, theirs do too, from the step's start.
+    const bool edgesPersist = persistentLayers > 0 && firstPersistent == 0;
     for (ParamOp read : llvm::to_vector(step.getOps<ParamOp>())) {
       llvm::SmallVector<OpOperand *> uses;
       for (OpOperand &use : read->getUses())
@@ -182,8 +200,9 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
            layerCopy && layerCopy.getLayer() >= 0;
            layerCopy = llvm::dyn_cast_or_null<PrefetchOp>(at->getPrevNode()))
         at = layerCopy;
-      b.setInsertionPoint(at);
+      b.setInsertionPoint(edgesPersist ? start : at);
       auto prefetch = createCopy<PrefetchOp>(b, read.getLoc(), read.getResult(), "weights", -1);
+      prefetch.setPersistent(edgesPersist);
       for (OpOperand *use : uses)
         use->set(prefetch.getResult(0));
     }

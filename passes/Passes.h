@@ -55,6 +55,10 @@ struct SchedulePipelineOptions : mlir::PassPipelineOptions<SchedulePipelineOptio
       *this, "resident-layers",
       llvm::cl::desc("The last layers whose weights stay on the device from forward to backward"),
       llvm::cl::init(0)};
+  Option<int64_t> persistentLayers{
+      *this, "persistent-layers",
+      llvm::cl::desc("The last layers whose weights stay on the device across steps"),
+      llvm::cl::init(0)};
 };
 
 /// Turns the training step into the MegaTrain schedule: copies, buffers, streams

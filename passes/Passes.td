@@ -236,7 +236,11 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
     recomputation comes between them) share one prefetch; with `resident-layers` N, the last
     N layers' weights stay on the device from their forward's prefetch to their backward (one
     crossing a step instead of two or three: fewer bytes over PCIe and through host memory,
-    for N layers' weights of device memory); every parameter gradient the step returns leaves
+    for N layers' weights of device memory); with `persistent-layers` N, the last N layers'
+    weights (every parameter's, where N is at least the layer count) stay on the device
+    across steps, prefetched once before the step's first computation and marked
+    `persistent`: the runtime fills them on the first step and then sends each update's bf16
+    copy straight to them, so they cross in no step; every parameter gradient the step returns leaves
     with an `mt.offload` right after it is computed; prologue and epilogue parameters are
     prefetched just before their first use, ahead of the layers' prefetches placed there
     (copies cross in the order the step reads them). Each copy yields a token, and its values
@@ -252,6 +256,9 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
            "Keep layer inputs on the device instead of offloading them">,
     Option<"residentLayers", "resident-layers", "int64_t", "0",
            "The last layers whose weights stay on the device from forward to backward">,
+    Option<"persistentLayers", "persistent-layers", "int64_t", "0",
+           "The last layers whose weights stay on the device across steps (at least the layer "
+           "count: every parameter's)">,
   ];
 }
 
@@ -322,8 +329,11 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     `auto` the masters where the cost model predicts a step at most 2% slower (where PCIe
     has room: wide layers, many tokens a step), and where the staging buffer fits. With fp32
     device floats the slots read the masters anyway. The module records the choice
-    (`mt.stream_masters`) and why (`mt.weight_stream`). `resident-layers` goes to
-    mt-insert-transfers as it is: the device memory it takes counts against the budget.
+    (`mt.stream_masters`) and why (`mt.weight_stream`). `resident-layers` and
+    `persistent-layers` go to mt-insert-transfers as they are (`mt.persistent_layers`
+    records the latter): the device memory they take counts against the budget. Persistent
+    weights need bf16 device floats and the host's bf16 copies (each update's copy is what
+    the device receives).
 
     `gradient-ring` says where the ring of gradients is, where each update starts as its
     gradient lands (one run a step): `host`, pinned host memory each gradient lands in;
@@ -357,6 +367,9 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
            "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
     Option<"residentLayers", "resident-layers", "int64_t", "0",
            "The last layers whose weights stay on the device from forward to backward">,
+    Option<"persistentLayers", "persistent-layers", "int64_t", "0",
+           "The last layers whose weights stay on the device across steps (at least the layer "
+           "count: every parameter's)">,
     Option<"gradientRing", "gradient-ring", "std::string", "\"host\"",
            "Where the gradients' ring is: host (each gradient lands there), device (each "
            "update pulls its gradient from there into the CPU's cache) or auto">,

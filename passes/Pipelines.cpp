@@ -71,6 +71,7 @@ void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions 
   transfers.lookahead = options.lookahead;
   transfers.checkpointsOnDevice = options.checkpointsOnDevice;
   transfers.residentLayers = options.residentLayers;
+  transfers.persistentLayers = options.persistentLayers;
   pm.addPass(createInsertTransfersPass(transfers));
   // Offsets next, by the liveness the copies created; the streams pass orders every reuse of
   // a buffer after the last use of its previous tensor, so it needs the offsets.

@@ -384,22 +384,34 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // (mt-insert-transfers' resident-layers), and the last layer's where its forward and
   // backward calls meet (a last block of one layer) and share one prefetch.
   estimate.residentLayers = std::clamp<int64_t>(options.residentLayers, 0, L);
+  estimate.persistentLayers = std::clamp<int64_t>(options.persistentLayers, 0, L);
+  auto persists = [&](size_t i) { return i + estimate.persistentLayers >= layers.size(); };
+  const bool edgesPersist = options.persistentLayers > 0 && estimate.persistentLayers == L;
   auto stays = [&](size_t i) {
     bool meets = i + 1 == layers.size() && i % interval == 0;
-    return meets || i + estimate.residentLayers >= layers.size();
+    return meets || i + estimate.residentLayers >= layers.size() || persists(i);
   };
   auto laterCrossings = [&](size_t i) -> int64_t { return stays(i) ? 0 : recomputed(i) ? 2 : 1; };
   // What stays takes device memory beside the two slots, but for the last layer's weights,
   // which hold a slot throughout.
-  int64_t crossingParams = edgeParams * 2, residentBeside = 0;
+  // Persistent weights stay through the step's edges as well, and cross once, after their
+  // update.
+  int64_t crossingParams = edgeParams * (edgesPersist ? 1 : 2), residentBeside = 0;
+  int64_t persistentLayerParams = 0;
   for (auto [i, layer] : llvm::enumerate(layers)) {
     crossingParams += layer.params * (1 + laterCrossings(i));
     if (stays(i) && i + 1 < layers.size())
       residentBeside += layer.params;
+    if (persists(i))
+      persistentLayerParams += layer.params;
   }
+  const int64_t persistentParams = persistentLayerParams + (edgesPersist ? edgeParams : 0);
   int64_t weightPasses = layerMajor ? 1 : micro;
   int64_t offloadedCheckpoints = options.checkpointsOnDevice ? 0 : checkpoints * micro;
-  estimate.h2dBytesPerStep = weightPasses * crossingParams * stream + offloadedCheckpoints;
+  // Persistent weights cross once a step however many runs it takes.
+  estimate.h2dBytesPerStep =
+      (weightPasses * (crossingParams - persistentParams) + persistentParams) * stream +
+      offloadedCheckpoints;
   estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
   // Beside the fp32 masters, moments and any bf16 copies, pinned host slots for what lands:
   // each checkpoint, and the fp32 gradients in a ring (up to all of them) where each update
@@ -415,19 +427,27 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   int64_t checkpointBuffers =
       options.checkpointsOnDevice ? checkpoints * micro : 2 * maxCheckpoint * micro;
   int64_t layerPhase = 2 * maxLayerParams * slot + residentBeside * slot + 2 * maxLayerParams * 4 +
-                       maxBackwardActivations + checkpointBuffers;
-  int64_t edgePhase = edgeParams * (slot + 4) + edge.activationBytes + checkpointBuffers;
+                       maxBackwardActivations + checkpointBuffers +
+                       (edgesPersist ? edgeParams * slot : 0);
+  int64_t edgePhase = edgeParams * (slot + 4) + edge.activationBytes + checkpointBuffers +
+                      persistentLayerParams * slot;
   estimate.peakDeviceBytes = std::max(layerPhase, edgePhase);
   estimate.peakBreakdown =
       layerPhase >= edgePhase
           ? "layers: weight slots " + formatBytes(2 * maxLayerParams * slot) +
                 (residentBeside ? ", resident weights " + formatBytes(residentBeside * slot) : "") +
+                (edgesPersist
+                     ? ", persistent prologue/epilogue weights " + formatBytes(edgeParams * slot)
+                     : "") +
                 ", gradient staging " + formatBytes(2 * maxLayerParams * 4) +
                 ", activations of one layer's backward " + formatBytes(maxBackwardActivations) +
                 ", checkpoints " + formatBytes(checkpointBuffers)
           : "prologue/epilogue: weights and gradients " + formatBytes(edgeParams * (slot + 4)) +
                 ", activations " + formatBytes(edge.activationBytes) + ", checkpoints " +
-                formatBytes(checkpointBuffers);
+                formatBytes(checkpointBuffers) +
+                (persistentLayerParams
+                     ? ", persistent layers' weights " + formatBytes(persistentLayerParams * slot)
+                     : "");
 
   estimate.flopsPerStep = micro * (6.0 * matmulParams * tokens + attentionTerm);
   double executed = edge.flops();
@@ -459,10 +479,12 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const double cached = pulled ? pulledGradientCacheShare(profile) : 0;
   const double params = static_cast<double>(estimate.params);
   const double gradientBytes = weightPasses * params * 4;
+  // A persistent weight's bf16 copy goes to the device through slots that stay in the CPU's
+  // cache: neither the copy's write nor its crossing's read reaches host memory.
   const double stepBytes =
       adamwBytes(params, hostCopies, cached) +
       static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
-      cached * gradientBytes;
+      cached * gradientBytes - static_cast<double>(persistentParams) * (2 + stream);
   const double adamwSeconds =
       (ringed ? stepBytes / adamwBytes(params, hostCopies) : 1.0) / profile.hostAdamParamsPerSecond;
   double edgeSeconds = micro * edge.seconds(profile);
@@ -522,7 +544,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         return s > 0 && paramsOf(item) > 0 ? worker.endOf((s - 1) * stride + item) : 0.0;
       };
       double edgeIn = sim.run("h2d", "prefetch prologue/epilogue weights",
-                              weightPasses * edgeParams * stream / h2d, updated(kPrologue));
+                              (edgesPersist ? 1 : weightPasses) * edgeParams * stream / h2d,
+                              updated(kPrologue));
       // Prefetch k (forward layers, then backward layers) fills slot k % 2, so it waits
       // until the command that read prefetch k - 2 is done with that slot.
       std::vector<double> slotReleased;
@@ -533,9 +556,12 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       double previous = sim.run("compute", "prologue", edgeSeconds * 0.05, edgeIn);
       for (int64_t i = 0; i < L; ++i) {
         const LayerCost &layer = layers[i];
-        double weights =
-            sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
-                    weightPasses * layer.params * stream / h2d, std::max(slotFree(), updated(i)));
+        // A persistent layer's weights cross after its update, into memory of their own.
+        double weights = persists(i) ? sim.run("h2d", llvm::formatv("send layer {0}'s update", i),
+                                               layer.params * stream / h2d, updated(i))
+                                     : sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
+                                               weightPasses * layer.params * stream / h2d,
+                                               std::max(slotFree(), updated(i)));
         previous = sim.run("compute", llvm::formatv("forward layer {0}", i),
                            micro * layer.forward.seconds(profile), std::max(weights, previous));
         slotReleased.push_back(previous);

@@ -45,6 +45,11 @@ struct ScheduleOptions {
   /// (mt-insert-transfers' resident-layers): their backward prefetch moves the checkpoint
   /// alone, and their weights stay in device memory beside the two slots.
   int64_t residentLayers = 0;
+  /// The last layers whose weights stay on the device across steps (mt-insert-transfers'
+  /// persistent-layers; at least the layer count: the prologue's and epilogue's too). Each
+  /// crosses once a step, after its update, its bf16 copy through pinned slots in the CPU's
+  /// cache: neither the copy nor its crossing moves through host memory.
+  int64_t persistentLayers = 0;
 };
 
 /// One command of the predicted step, for timelines.
@@ -79,7 +84,7 @@ struct StepEstimate {
   bool streamMasters = false;
   std::string accumulation;
   bool checkpointsOnDevice = false;
-  int64_t residentLayers = 0;
+  int64_t residentLayers = 0, persistentLayers = 0;
   std::vector<TimelineSlice> timeline;
 };
 

@@ -101,6 +101,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
       if (gradientRing)
         object["gradient_ring"] = gradientRing.str();
       object["resident_layers"] = step->residentLayers;
+      object["persistent_layers"] = step->persistentLayers;
       object["accumulation"] = step->accumulation;
       object["micro_batches"] = context.microBatches;
       object["checkpoints"] = step->checkpointsOnDevice ? "device" : "host";
@@ -126,7 +127,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
   if (!step)
     return;
   os << llvm::formatv("layers      {0} in {1} template(s), recompute every {2}, {3} "
-                      "accumulation, checkpoints on the {4}{5}\n",
+                      "accumulation, checkpoints on the {4}{5}{6}\n",
                       step->layers, step->templates, step->recomputeInterval, step->accumulation,
                       step->checkpointsOnDevice ? "device" : "host",
                       step->residentLayers == 1 ? ", the last layer's weights resident from "
@@ -135,6 +136,14 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
                           ? llvm::formatv(", the last {0} layers' weights resident from "
                                           "forward to backward",
                                           step->residentLayers)
+                                .str()
+                          : std::string(),
+                      step->persistentLayers == step->layers && step->persistentLayers > 0
+                          ? ", every weight persistent on the device across steps"
+                      : step->persistentLayers > 0
+                          ? llvm::formatv(", the last {0} layers' weights persistent on the "
+                                          "device across steps",
+                                          step->persistentLayers)
                                 .str()
                           : std::string());
   os << "device      peak " << formatBytes(step->peakDeviceBytes)

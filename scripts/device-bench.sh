@@ -22,22 +22,29 @@ plans=build/device
 steps=${BENCH_STEPS:-5}
 
 # name | mt plan | peer model | sequences a step | mt-run's own flags; the peers run where
-# they fit on the GPU. -8p: the gradients pulled from a device ring (mtc --gradient-ring=device).
+# they fit on the GPU. -8p: the gradients pulled from a device ring (mtc --gradient-ring=device);
+# -8k: every weight persistent on the device across steps (mtc --persistent-layers), -8kp both.
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8p perf-3.8b-8p 4b 8 -"
   "3.8b-8r perf-3.8b-8r 4b 8 -"
   "3.8b-8h perf-3.8b-8h 4b 8 -"
+  "3.8b-8k perf-3.8b-8k 4b 8 -"
+  "3.8b-8kp perf-3.8b-8kp 4b 8 -"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
   "32bl-8 perf-32bl-8 32bl 8 gpu"
   "32bl-8p perf-32bl-8p 32bl 8 -"
   "32bl-8r perf-32bl-8r 32bl 8 -"
   "32bl-8h perf-32bl-8h 32bl 8 -"
+  "32bl-8k perf-32bl-8k 32bl 8 -"
+  "32bl-8kp perf-32bl-8kp 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
   "120bl-8p perf-120bl-8p 120bl 8 -"
   "120bl-8r perf-120bl-8r 120bl 8 -"
   "120bl-8h perf-120bl-8h 120bl 8 -"
+  "120bl-8k perf-120bl-8k 120bl 8 -"
+  "120bl-8kp perf-120bl-8kp 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"
 )
 $run --calibrate "$out/calibrated.json" --backend=cuda >"$out/calibrate.txt" 2>&1
@@ -56,6 +63,8 @@ for row in "${rows[@]}"; do
   grep -E "^attention +\||^gradients +\||cuDNN declines" "$out/mt-$name.txt" | head -4
   # Pulled rows: the time the updates waited for their chunks, each step after the first.
   python3 -c "import json, sys; w = [r['pull_wait_ms'] for r in map(json.loads, open(sys.argv[1])) if 'pull_wait_ms' in r][1:]; w and print('pull waits ms', [round(x, 1) for x in w])" "$out/mt-$name.jsonl"
+  # Persistent weights: the updates' copies sent to the device a step, and the step's own h2d.
+  python3 -c "import json, sys; r = [r for r in map(json.loads, open(sys.argv[1]))][1:]; any(x.get('sent_gbps', 0) for x in r) and print('sent GB/s', [round(x['sent_gbps'], 1) for x in r], 'h2d GB/s', [round(x['h2d_gbps'], 1) for x in r])" "$out/mt-$name.jsonl"
   tail -n 14 "$out/mt-$name.txt"
   [[ "${BENCH_PEERS:-1}" == 1 && "$peers" != - ]] || continue
   for peer in ${peers//,/ }; do

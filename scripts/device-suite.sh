@@ -447,6 +447,36 @@ PY
 }
 part llama-1b-pulled pulled_same_losses
 
+# Persistent weights (mtc --persistent-layers): every weight kept on the device across steps,
+# each update's bf16 copy sent to it, gradients landed and pulled. The weights each step reads
+# are the same bf16 values as the streamed plan's: the same losses, bit for bit, as the
+# landed run above (which this part needs), and no weight crosses within a step after the
+# first.
+persistent_same_losses() {
+  for ring in host device; do
+    $run $plans/llama-1b-persistent-$ring.mtp --init random --data $plans/llama-1b.tokens \
+      --steps 6 --lr 3e-4 --warmup 4 --backend=cuda --attention=cudnn-deterministic \
+      --metrics "$out/llama-1b-persistent-$ring.jsonl" || return 1
+  done
+  python3 - "$out/llama-1b-ring-host.jsonl" "$out/llama-1b-persistent-host.jsonl" \
+    "$out/llama-1b-persistent-device.jsonl" <<'PY'
+import json, sys
+runs = [[json.loads(line) for line in open(path)] for path in sys.argv[1:]]
+for run in runs[1:]:
+    for a, b in zip(runs[0], run):
+        assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])
+    assert all(r["sent_gbps"] > 0 for r in run[1:]), [r["sent_gbps"] for r in run]
+    # The first step fills the weights; later ones move checkpoints alone to the device.
+    assert all(b["h2d_gbps"] < 0.5 * a["h2d_gbps"] for a, b in zip(runs[0][1:], run[1:])), [
+        (a["h2d_gbps"], b["h2d_gbps"]) for a, b in zip(runs[0], run)]
+print(len(runs[0]), "steps, the same losses streamed and persistent; step ms streamed",
+      [round(r["ms"]) for r in runs[0]], "persistent", [round(r["ms"]) for r in runs[1]],
+      "persistent and pulled", [round(r["ms"]) for r in runs[2]], "sent GB/s",
+      [round(r["sent_gbps"], 1) for r in runs[1]])
+PY
+}
+part llama-1b-persistent persistent_same_losses
+
 # Measured device memory (the executor's buffers and the most scratch a command used) within
 # the plan's peak (its arena and reserve), at every step of every device run but the
 # serialized one, which gives every buffer its own memory on purpose. cuDNN's own workspace,

@@ -88,10 +88,13 @@ mtc "$root/examples/tiny-gpt/model.onnx" --input-shape input_ids:8x64 -o "$out/d
 /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/llama-1b.onnx" 20 2048 16 8 5632 32000 1024
 mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --summary
 mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 -o "$out/llama-1b.mtp"
-# Its gradients landing in host memory and pulled from a device ring, for the suite to compare.
+# Its gradients landing in host memory and pulled from a device ring, for the suite to compare;
+# and with every weight persistent on the device across steps, each way.
 for ring in host device; do
   mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --gradient-ring=$ring \
     -o "$out/llama-1b-ring-$ring.mtp"
+  mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --gradient-ring=$ring \
+    --persistent-layers=20 -o "$out/llama-1b-persistent-$ring.mtp"
 done
 /usr/bin/python3 -c "
 import numpy as np
@@ -211,6 +214,14 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
       grep '^gradients'
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --gradient-ring=device \
       -o "$out/perf-$name-8p.mtp"
+    # Every weight persistent on the device across steps (each update's bf16 copy sent to
+    # it through slots in the CPU's cache), gradients landed and pulled.
+    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
+      --summary | grep -E '^(device|per step)'
+    for ring in host device; do
+      mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
+        --gradient-ring=$ring -o "$out/perf-$name-8k$([[ $ring == device ]] && echo p).mtp"
+    done
     rm "$out/perf-$name.onnx"
   done
   /usr/bin/python3 -c "

@@ -89,11 +89,13 @@ public:
     if (step == cuda::injectedFaultStep())
       cuda::launchTrap(nullptr); // the legacy stream: every stream of the executor then fails
     int64_t pulledBefore = executor->gradientBytesPulled();
+    int64_t sentBefore = executor->weightBytesSent();
     double waitedBefore = executor->gradientPullWaitMs();
     last = executor->run(inputs);
     // The updates pull while the steps run: the bytes since the last step's start, and the
     // time the updates waited for them.
     pulledInStep = executor->gradientBytesPulled() - pulledBefore;
+    sentInStep = executor->weightBytesSent() - sentBefore;
     pullWaitInStep = executor->gradientPullWaitMs() - waitedBefore;
     used = std::max(used, baselineFree - freeDeviceBytes());
     losses[step & 1] = last.loss;
@@ -107,6 +109,10 @@ public:
   }
   void readGradient(int p, int64_t count, const GradientVisitor &visit) override {
     executor->pullGradient(p, count, visit);
+  }
+  void updateParameter(int p, int64_t count, const float *gradient,
+                       const UpdateVisitor &update) override {
+    executor->updateParameter(p, count, gradient, update);
   }
   bool pullsGradient(int p) const override { return executor->gradientOnDevice(p); }
 
@@ -200,6 +206,7 @@ private:
   int64_t baselineFree = 0;  // free device memory before the executor allocated anything
   int64_t used = 0;          // device memory the process holds after the last step
   int64_t pulledInStep = 0;  // gradient bytes the updates pulled while the last step ran
+  int64_t sentInStep = 0;    // persistent weights' bytes the updates sent meanwhile
   double pullWaitInStep = 0; // ms the updates waited for those pulls
   double losses[2] = {0, 0}; // this rank's loss of the last two steps, then over the ranks
 };
@@ -267,6 +274,8 @@ StepMeasureList DeviceBackend::measures() const {
       // A plan that pulls its gradients: the updates' pulls while the step ran, beside its d2h.
       {"pulled_gbps", pulledInStep / seconds / 1e9},
       {"pull_wait_ms", pullWaitInStep},
+      // A plan with persistent weights: the updates' copies sent to them meanwhile.
+      {"sent_gbps", sentInStep / seconds / 1e9},
       {"compute_busy", last.busyMs[1] / last.ms},
       {"device_bytes", static_cast<double>(held())},
       {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},

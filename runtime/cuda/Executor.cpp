@@ -25,6 +25,12 @@ constexpr int64_t kPage = 4096;
 
 int64_t pageAlign(int64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
+/// A prefetch of weights the step keeps on the device across steps (mtc --persistent-layers).
+bool isPersistent(const plan::Command &command) {
+  auto flag = command.attributes().find("persistent");
+  return command.op() == "mt.prefetch" && flag != command.attributes().end() && flag->second.flag();
+}
+
 int64_t elementsOf(const plan::TensorType &type) {
   int64_t n = 1;
   for (int64_t d : type.shape())
@@ -161,6 +167,7 @@ void Executor::build() {
   placeOffloads(layout);
   bindStep(layout);
   checkStepReads();
+  bindPersistent();
   start(layout);
 }
 
@@ -414,6 +421,19 @@ void Executor::placeOffloads(Layout &layout) {
     }
     constantGradients.push_back(p);
   }
+  // The slots persistent weights' updates cross through, each a pull's chunk of bf16 values,
+  // or the largest such weight's where it is smaller.
+  int64_t largestPersistent = 0;
+  for (const plan::Command &command : stepProgram.commands())
+    if (isPersistent(command))
+      for (int id : command.results())
+        largestPersistent = std::max(largestPersistent, step->values[id].size());
+  if (largestPersistent > 0) {
+    sendSlotElements = std::min(kPullChunk, largestPersistent);
+    sendSlotsAt = alignToDevice(hostBytes);
+    hostBytes =
+        sendSlotsAt + kSendSlots * sendSlotElements * static_cast<int64_t>(sizeof(uint16_t));
+  }
   layout.hostPoolBytes = pageAlign(std::max<int64_t>(hostBytes, 1));
   // Refused before it is taken: the kernel would grant it and kill the run as it pins.
   if (int64_t available = availableHostBytes();
@@ -520,6 +540,9 @@ void Executor::start(const Layout &layout) {
   if (deviceRing)
     puller = std::make_unique<GradientPuller>(
         reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements);
+  if (sendSlotElements > 0)
+    sender = std::make_unique<WeightSender>(
+        reinterpret_cast<uint16_t *>(hostPool.get() + sendSlotsAt), sendSlotElements);
   for (int e = 0; e < plan.events(); ++e)
     events.push_back(Event::forOrdering());
   clock.begin = Event::forTiming();
@@ -536,7 +559,15 @@ void Executor::start(const Layout &layout) {
 
 // The members free the device's memory, streams and events, and unpin the host's, once the
 // device has finished with them.
-Executor::~Executor() { cudaDeviceSynchronize(); }
+Executor::~Executor() {
+  cudaDeviceSynchronize();
+  // The host's bf16 copies of persistent weights are current again, for whatever reads the
+  // state next (another executor fills its persistent weights from them).
+  if (persistentUpdated)
+    for (int p = 0; p < static_cast<int>(persistentTargets.size()); ++p)
+      if (!persistentTargets[p].empty())
+        state.refreshStreamCopy(p);
+}
 
 void Executor::drain() {
   for (int s = 0; s < 3; ++s)
@@ -612,6 +643,96 @@ void Executor::onGradient(std::function<void(int parameter)> listener) {
 }
 
 const DeviceTensor &Executor::stepValue(int id) const { return step->values.at(id); }
+
+int Executor::completingCommand(int p, const std::vector<int> &producer) const {
+  const plan::Program &stepProgram = plan.step();
+  int gradient = stepProgram.gradients(p);
+  if (producer[gradient] < 0) // a constant, whose update waits for the step's end
+    return stepProgram.commands_size();
+  const plan::Command &offload = stepProgram.commands(producer[gradient]);
+  for (int r = 0; r < offload.results_size(); ++r)
+    if (offload.results(r) == gradient)
+      return producer[offload.operands(r)];
+  return producer[gradient];
+}
+
+void Executor::bindPersistent() {
+  const plan::Program &stepProgram = plan.step();
+  persistentTargets.assign(plan.parameters_size(), {});
+  std::vector<char> streamed(plan.parameters_size(), 0); // prefetched otherwise
+  std::vector<int> firstCommand(plan.parameters_size(), -1);
+  std::vector<int> producer(stepProgram.values_size(), -1);
+  for (int c = 0; c < stepProgram.commands_size(); ++c)
+    for (int id : stepProgram.commands(c).results())
+      producer[id] = c;
+  for (int c = 0; c < stepProgram.commands_size(); ++c) {
+    const plan::Command &command = stepProgram.commands(c);
+    if (command.op() != "mt.prefetch")
+      continue;
+    for (int r = 0; r < command.results_size(); ++r) {
+      const plan::Value &source = stepProgram.values(command.operands(r));
+      if (!source.has_parameter())
+        continue;
+      int p = source.parameter();
+      const std::string &name = plan.parameters(p).name();
+      if (!isPersistent(command)) {
+        streamed[p] = 1;
+        continue;
+      }
+      const DeviceTensor &copy = step->values[command.results(r)];
+      if (options.collectives)
+        throw CudaError("persistent weights (" + name +
+                        ") run on one GPU; recompile the plan "
+                        "without --persistent-layers for ranks");
+      if (copy.storage != Storage::BF16 || !state.parameters.at(p).streamCopy)
+        throw CudaError("persistent weight " + name +
+                        " needs bf16 on the device and the host's "
+                        "bf16 copy; recompile with this mtc");
+      // Its update's copy crosses once its gradient is complete: nothing may read the device
+      // copy after the command that completes the gradient (the offload waits for it alone).
+      int completes = completingCommand(p, producer);
+      for (int later = completes + 1; later < stepProgram.commands_size(); ++later)
+        for (int operand : stepProgram.commands(later).operands())
+          if (operand == command.results(r))
+            throw CudaError("persistent weight " + name + " is read by " +
+                            stepProgram.commands(later).op() + " at " +
+                            stepProgram.commands(later).location() +
+                            " after its gradient is complete; recompile without "
+                            "--persistent-layers");
+      persistentTargets[p].push_back(static_cast<uint16_t *>(copy.data));
+    }
+  }
+  for (int p = 0; p < plan.parameters_size(); ++p) {
+    if (persistentTargets[p].empty())
+      continue;
+    if (streamed[p])
+      throw CudaError("persistent weight " + plan.parameters(p).name() +
+                      " is also prefetched for each step; recompile with this mtc");
+    persistentSent.resize(plan.parameters_size());
+    persistentSent[p] = Event::forOrdering();
+  }
+}
+
+void Executor::updateParameter(int p, int64_t count, const float *gradient,
+                               const UpdateVisitor &update) {
+  const std::vector<uint16_t *> *targets =
+      persistentTargets.empty() || persistentTargets[p].empty() ? nullptr : &persistentTargets[p];
+  auto piece = [&](const float *chunk, int64_t first, int64_t n) {
+    if (!targets)
+      return update(chunk, first, n, nullptr);
+    sender->send(*targets, first, n, [&](int64_t at, int64_t m, uint16_t *slot) {
+      update(chunk + (at - first), at, m, slot);
+    });
+  };
+  if (gradient)
+    piece(gradient, 0, count);
+  else
+    pullGradient(p, count, piece);
+  if (targets) {
+    sender->mark(persistentSent[p]);
+    persistentUpdated = true;
+  }
+}
 
 void Executor::awaitParameter(std::function<void(int parameter)> await) {
   parameterAwait = std::move(await);
@@ -809,6 +930,11 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         if (parameterAwait)
           parameterAwait(source.parameter());
         startClock();
+        // A persistent weight crosses on the first run; later ones wait for its update's copy.
+        if (persistentFilled && isPersistent(command)) {
+          MT_CUDA_CHECK(cudaStreamWaitEvent(stream, persistentSent[source.parameter()]));
+          continue;
+        }
         // With ranks, this rank's shard crosses PCIe and the device gathers the rest.
         Shard shard = shardOf(to.size(), collectives ? collectives->rank() : 0,
                               collectives ? collectives->size() : 1);
@@ -872,6 +998,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     MT_CUDA_CHECK(cudaEventRecord(clock.streamEnds[s], streams[s]));
   for (int s = 0; s < 3; ++s)
     MT_CUDA_CHECK(cudaStreamSynchronize(streams[s]));
+  persistentFilled = true;
   measures.hostEnd = std::chrono::steady_clock::now();
   // A constant gradient is ready from the start; its update is queued once the step's
   // uploads have finished, so that none of them reads the weights it writes.

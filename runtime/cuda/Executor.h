@@ -14,6 +14,7 @@
 #include "runtime/cuda/GradientPuller.h"
 #include "runtime/cuda/PinnedMemory.h"
 #include "runtime/cuda/Scratch.h"
+#include "runtime/cuda/WeightSender.h"
 #include "runtime/train/StepBackend.h"
 #include "runtime/train/StepProfile.h"
 
@@ -139,6 +140,16 @@ public:
   /// From one thread at a time, after p's gradient has landed.
   using GradientVisitor = std::function<void(const float *chunk, int64_t first, int64_t count)>;
   void pullGradient(int p, int64_t count, const GradientVisitor &visit);
+  /// Parameter p's update as the trainer's StepBackend::updateParameter: `update` gets each
+  /// piece of the gradient (`gradient`, in host memory, or null: pulled or landed as
+  /// pullGradient hands it over) and, for a weight the plan keeps on the device across steps
+  /// (a persistent prefetch), a pinned slot for the piece's bf16 copy, which then crosses to
+  /// the device: the next step's readers wait for it. From one thread at a time.
+  using UpdateVisitor =
+      std::function<void(const float *gradient, int64_t first, int64_t count, uint16_t *copy)>;
+  void updateParameter(int p, int64_t count, const float *gradient, const UpdateVisitor &update);
+  /// The bytes of persistent weights' updates sent to the device so far.
+  int64_t weightBytesSent() const { return sender ? sender->bytesSent() : 0; }
   /// The bytes pullGradient has moved across PCIe since the executor began, and the time its
   /// callers (the updates) waited for them.
   int64_t gradientBytesPulled() const { return puller ? puller->bytesPulled() : 0; }
@@ -180,6 +191,15 @@ private:
   /// Refuses a step that reads a parameter without prefetching it, or (with collectives) a
   /// gradient after its offload.
   void checkStepReads() const;
+  /// The device copies of each persistent weight (the results of the step's persistent
+  /// prefetches); refuses those the executor cannot keep current: with ranks, not bf16 on the
+  /// device, without the host's bf16 copy to fill them from, also prefetched otherwise, or
+  /// read after the command that completes their gradient.
+  void bindPersistent();
+  /// The step command that completes parameter p's gradient (the command count for a
+  /// constant, whose update waits for the step's end), by `producer`
+  /// (per step value, the command that makes it).
+  int completingCommand(int p, const std::vector<int> &producer) const;
   /// Pins the host state and block, and makes the streams and events.
   void start(const Layout &layout);
   /// Places the gradients `order` (step value ids, in landing order) in a ring at `base` of
@@ -278,6 +298,16 @@ private:
   std::condition_variable landing;
   std::function<void(int)> gradientListener;
   std::function<void(int)> parameterAwait;
+  /// Persistent weights: per parameter its device copies (empty: none), the event its last
+  /// update's copy has crossed by, and the sender of those copies through slots in hostPool
+  /// (at sendSlotsAt). The step's first run fills them from the host's bf16 copies, which the
+  /// updates then leave behind (refreshed when the executor goes).
+  std::vector<std::vector<uint16_t *>> persistentTargets;
+  std::vector<Event> persistentSent;
+  std::unique_ptr<WeightSender> sender;
+  int64_t sendSlotsAt = 0, sendSlotElements = 0;
+  bool persistentFilled = false;
+  std::atomic<bool> persistentUpdated{false};
   std::vector<int> constantGradients; // parameters whose gradient is a constant zero
   std::vector<int> gradientParameter; // per step value: the parameter it is the gradient of, or -1
   DeviceMemory deviceMemory;

@@ -82,6 +82,22 @@ public:
   virtual void readGradient(int p, int64_t count, const GradientVisitor &visit) {
     visit(gradient(p), 0, count);
   }
+  /// p's update, handed to `update` a piece at a time: each piece's gradient in host memory
+  /// (from `gradient`, where the trainer holds it, else as readGradient hands it over),
+  /// where its elements begin, how many, and where the piece's bf16 copy of the updated
+  /// weights goes: null for the state's own copies, or a slot the backend then sends on (a
+  /// weight a plan keeps on the device across steps).
+  using UpdateVisitor =
+      std::function<void(const float *gradient, int64_t first, int64_t count, uint16_t *copy)>;
+  virtual void updateParameter(int p, int64_t count, const float *gradient,
+                               const UpdateVisitor &update) {
+    if (gradient)
+      update(gradient, 0, count, nullptr);
+    else
+      readGradient(p, count, [&](const float *piece, int64_t first, int64_t pieceCount) {
+        update(piece, first, pieceCount, nullptr);
+      });
+  }
   /// Whether readGradient pulls p's gradient from the device just before its update (where
   /// the host's I/O writes land in the CPU's cache, AdamW reads it from there).
   virtual bool pullsGradient(int) const { return false; }

@@ -81,15 +81,22 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   optimizer.update = [&](int p, int64_t step, float clip) {
     const ParameterState &parameter = state.parameters[p];
     double squares = 0;
-    readGradient(p, [&](const float *grad, int64_t first, int64_t count) {
-      squares += adamwUpdate(
-          parameter.master + first, parameter.firstMoment + first, parameter.secondMoment + first,
-          grad, count, lrAt(step), decays[p].rate, adamw, step,
-          parameter.streamCopy ? parameter.streamCopy + first : nullptr, clip, decays[p].center,
-          // A measured step's updating run is not the measured one (cuDNN's atomic dq
-          // differs in its last bits): what is not finite stays out.
-          /*guarded=*/gated || measuringPass);
-    });
+    auto update = [&](const float *grad, int64_t first, int64_t count, uint16_t *copy) {
+      squares += adamwUpdate(parameter.master + first, parameter.firstMoment + first,
+                             parameter.secondMoment + first, grad, count, lrAt(step),
+                             decays[p].rate, adamw, step,
+                             copy                   ? copy
+                             : parameter.streamCopy ? parameter.streamCopy + first
+                                                    : nullptr,
+                             clip, decays[p].center,
+                             // A measured step's updating run is not the measured one (cuDNN's
+                             // atomic dq differs in its last bits): what is not finite stays out.
+                             /*guarded=*/gated || measuringPass, /*cachedCopy=*/copy != nullptr);
+    };
+    if (backend)
+      backend->updateParameter(p, counts[p], overlapped ? nullptr : gradients[p], update);
+    else
+      update(gradients[p], 0, counts[p], nullptr);
     return squares;
   };
   optimizer.measure = [&](int p) {

@@ -547,6 +547,15 @@ func.func @offsets_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// Tests that only weights persist on the device across steps.
+func.func @persistent_checkpoint(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{keeps only weights persistent, not checkpoint}}
+  %d, %t = mt.prefetch %a {kind = "checkpoint", layer = 0 : i64, persistent} : (tensor<8xf32>) -> (tensor<8xf32>, !mt.token)
+  return %a : tensor<8xf32>
+}
+
+// -----
+
 // Tests that an await names values of the copy that made its token.
 func.func @await_other_values(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %d, %t = mt.prefetch %a {kind = "weights", layer = 0 : i64} : (tensor<8xf32>) -> (tensor<8xf32>, !mt.token)

@@ -77,4 +77,4 @@
 // RESIDENT: call @layer_0_bwd({{.*}}, %[[A1]]#0, {{.*}}) {mt.layer = 1 : i64}
 // LAYER0-COUNT-2: mt.prefetch {{.*}} {kind = "weights", layer = 0 : i64}
 // LAYER0-NOT: {kind = "weights", layer = 0 : i64}
-// NEGATIVE: mt-insert-transfers: resident-layers must be at least 0, got -1
+// NEGATIVE: mt-insert-transfers: resident-layers and persistent-layers must be at least 0, got -1 and 0

@@ -132,24 +132,30 @@ int main() {
     grad[(1 << 16) + 5] = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> guarded = param, m1(size, 0.5f), v1(size, 0.25f);
     std::vector<float> plain = param, m2(size, 0.5f), v2(size, 0.25f);
-    double squares = mt::adamwUpdate(guarded.data(), m1.data(), v1.data(), grad.data(), size, 1e-3,
-                                     0.1, config, 2, nullptr, 1.0f, 0.0f, true);
+    // The bf16 copy goes to a slot holding another piece's values (a persistent weight's,
+    // cached): every element of it, the kept chunk's too, becomes the weights' copy.
+    std::vector<uint16_t> slot(size, 0x7fc1);
+    double squares =
+        mt::adamwUpdate(guarded.data(), m1.data(), v1.data(), grad.data(), size, 1e-3, 0.1, config,
+                        2, slot.data(), 1.0f, 0.0f, /*guarded=*/true, /*cachedCopy=*/true);
     mt::adamwUpdate(plain.data(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1, config, 2);
-    bool kept = true, updated = true;
+    bool kept = true, updated = true, copied = true;
     for (int64_t i = 0; i < size; ++i) {
       bool bad = i >> 16 == 1;
       if (bad)
         kept = kept && guarded[i] == param[i] && m1[i] == 0.5f && v1[i] == 0.25f;
       else
         updated = updated && guarded[i] == plain[i] && m1[i] == m2[i] && v1[i] == v2[i];
+      copied = copied && slot[i] == mt::toBfloat16(guarded[i]);
     }
-    if (!kept || !updated || std::isfinite(squares)) {
-      std::printf("FAIL: guarded AdamW: the NaN chunk kept %d, the others updated %d, squares "
-                  "%g\n",
-                  kept, updated, squares);
+    if (!kept || !updated || !copied || std::isfinite(squares)) {
+      std::printf("FAIL: guarded AdamW: the NaN chunk kept %d, the others updated %d, the copy "
+                  "is the weights' %d, squares %g\n",
+                  kept, updated, copied, squares);
       ++failures;
     }
-    std::printf("guarded: a chunk whose gradient holds a NaN keeps its state, the rest update\n");
+    std::printf("guarded: a chunk whose gradient holds a NaN keeps its state and its copy is "
+                "of the weights kept, the rest update\n");
   }
 
   struct Case {

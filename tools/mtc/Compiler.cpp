@@ -75,6 +75,8 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
   options.pullGradients = pull && pull.getValue();
   if (auto resident = module->getAttrOfType<IntegerAttr>("mt.resident_layers"))
     options.residentLayers = resident.getInt();
+  if (auto persistent = module->getAttrOfType<IntegerAttr>("mt.persistent_layers"))
+    options.persistentLayers = persistent.getInt();
   auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
   options.streamMasters = masters && masters.getValue();
   return estimateStep(module, *profile, options);
@@ -139,10 +141,12 @@ int compilerMain(int argc, char **argv) {
     fit.target = target;
     fit.weightStream = streamWeights;
     fit.residentLayers = residentLayers;
+    fit.persistentLayers = persistentLayers;
     fit.gradientRing = gradientRing;
     // Where the step waits on the host's memory, the compiler may place checkpoints and
     // weights on the device, unless either was asked for.
-    fit.lightenHost = checkpoints == "auto" && residentLayers.getNumOccurrences() == 0;
+    fit.lightenHost = checkpoints == "auto" && residentLayers.getNumOccurrences() == 0 &&
+                      persistentLayers.getNumOccurrences() == 0;
     pm.addPass(createFitStepPass(fit));
   }
   std::string pipeline;

@@ -107,6 +107,14 @@ llvm::cl::opt<int64_t> residentLayers(
                    "and backward calls meet)"),
     llvm::cl::init(0), llvm::cl::cat(category));
 
+llvm::cl::opt<int64_t> persistentLayers(
+    "persistent-layers",
+    llvm::cl::desc("The last N layers keep their weights on the device across steps (N at "
+                   "least the layer count: every parameter's): each update's bf16 copy goes "
+                   "to the device through pinned slots in the CPU's cache, and the weights "
+                   "cross in no step, for their bytes of device memory (default 0)"),
+    llvm::cl::init(0), llvm::cl::cat(category));
+
 llvm::cl::opt<bool>
     schedule("schedule",
              llvm::cl::desc("Schedule the step: copies, device buffers, streams (default on)"),
@@ -172,6 +180,10 @@ LogicalResult checkScheduleOptions() {
   }
   if (residentLayers < 0) {
     llvm::errs() << "mtc: --resident-layers must be at least 0, got " << residentLayers << "\n";
+    return failure();
+  }
+  if (persistentLayers < 0) {
+    llvm::errs() << "mtc: --persistent-layers must be at least 0, got " << persistentLayers << "\n";
     return failure();
   }
   std::string error;
