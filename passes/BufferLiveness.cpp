@@ -10,6 +10,8 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace mt {
@@ -308,9 +310,11 @@ BufferLiveness analyzeBuffers(func::FuncOp step) {
       for (Operation *reader : readersOf(result))
         buffer.last = std::max(buffer.last, position.lookup(reader));
       // Persistent weights keep their bytes from one step into the next: nothing else may
-      // take them at any point of the step.
-      if (auto prefetch = llvm::dyn_cast<PrefetchOp>(op); prefetch && prefetch.getPersistent())
+      // take them at any point of the step, before their prefetch or after their last reader.
+      if (auto prefetch = llvm::dyn_cast<PrefetchOp>(op); prefetch && prefetch.getPersistent()) {
+        buffer.first = 0;
         buffer.last = liveness.ops.size() - 1;
+      }
       liveness.buffers.push_back(buffer);
     }
     if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
@@ -321,6 +325,8 @@ BufferLiveness analyzeBuffers(func::FuncOp step) {
         liveness.buffers.push_back({op, -1, bytes, i, i});
     }
   }
+  std::stable_sort(liveness.buffers.begin(), liveness.buffers.end(),
+                   [](const DeviceBuffer &a, const DeviceBuffer &b) { return a.first < b.first; });
   return liveness;
 }
 

@@ -20,7 +20,7 @@ struct DeviceBuffer {
   mlir::Operation *op = nullptr;
   int resultIndex = -1;
   int64_t bytes = 0;
-  size_t first = 0, last = 0; // op positions in the step's block
+  size_t first = 0, last = 0; // op positions in the step's block (a persistent weight's: all)
   int64_t offset = -1;
 };
 

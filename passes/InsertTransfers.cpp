@@ -149,10 +149,7 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
         if (!prefetch) {
           bool persistent =
               llvm::is_contained(llvm::ArrayRef(readOrder).drop_front(firstPersistent), weights);
-          if (persistent)
-            b.setInsertionPoint(start);
-          else
-            placeAfter(weights.front());
+          placeAfter(weights.front());
           prefetch = createCopy<PrefetchOp>(b, group.front().getLoc(), weights, "weights",
                                             layerOf(group.front()));
           prefetch.setPersistent(persistent);
@@ -182,7 +179,7 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
     // Prologue and epilogue parameters arrive just before their first use, ahead of the
     // layers' prefetches issued there for later calls: copies cross in the order the step
     // reads them (the embedding's table before the first layers' weights, not after them).
-    // Where every layer's weights persist, theirs do too, from the step's start.
+    // Where every layer's weights persist, theirs do too.
     const bool edgesPersist = persistentLayers > 0 && firstPersistent == 0;
     for (ParamOp read : llvm::to_vector(step.getOps<ParamOp>())) {
       llvm::SmallVector<OpOperand *> uses;
@@ -200,7 +197,7 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
            layerCopy && layerCopy.getLayer() >= 0;
            layerCopy = llvm::dyn_cast_or_null<PrefetchOp>(at->getPrevNode()))
         at = layerCopy;
-      b.setInsertionPoint(edgesPersist ? start : at);
+      b.setInsertionPoint(at);
       auto prefetch = createCopy<PrefetchOp>(b, read.getLoc(), read.getResult(), "weights", -1);
       prefetch.setPersistent(edgesPersist);
       for (OpOperand *use : uses)
