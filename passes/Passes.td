@@ -238,8 +238,8 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
     crossing a step instead of two or three: fewer bytes over PCIe and through host memory,
     for N layers' weights of device memory); with `persistent-layers` N, the last N layers'
     weights (every parameter's, where N is at least the layer count) stay on the device
-    across steps, prefetched once before the step's first computation and marked
-    `persistent`: the runtime fills them on the first step and then sends each update's bf16
+    across steps, prefetched once where the step first reads them and marked `persistent`
+    (their buffers live for the whole step): the runtime fills them on the first step and then sends each update's bf16
     copy straight to them, so they cross in no step; every parameter gradient the step returns leaves
     with an `mt.offload` right after it is computed; prologue and epilogue parameters are
     prefetched just before their first use, ahead of the layers' prefetches placed there
