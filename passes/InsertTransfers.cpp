@@ -118,13 +118,14 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
           !weights.empty() && !llvm::is_contained(readOrder, weights))
         readOrder.push_back(weights);
     // The last `persistentLayers` of them keep their weights on the device across steps as
-    // well: one prefetch before the step's first computation, which the runtime fills once
-    // and then from each update.
+    // well: their one prefetch, where the step first reads them, is marked persistent; the
+    // runtime fills it once and then from each update.
     llvm::SmallVector<std::pair<llvm::SmallVector<Value>, PrefetchOp>> resident;
-    const size_t kept = std::max<size_t>(residentLayers, persistentLayers);
+    const size_t keptSets = std::max<size_t>(residentLayers, persistentLayers);
     const size_t firstPersistent =
         readOrder.size() - std::min<size_t>(persistentLayers, readOrder.size());
-    for (size_t i = readOrder.size() - std::min(kept, readOrder.size()); i < readOrder.size(); ++i)
+    for (size_t i = readOrder.size() - std::min(keptSets, readOrder.size()); i < readOrder.size();
+         ++i)
       resident.push_back({readOrder[i], PrefetchOp()});
     llvm::DenseMap<Value, Value> reloaded;
     for (auto [g, group] : llvm::enumerate(groups)) {
@@ -221,6 +222,25 @@ struct InsertTransfersPass : mt::impl::InsertTransfersPassBase<InsertTransfersPa
       for (auto [index, number] : llvm::enumerate(numbers))
         ret->setOperand(number, offload.getResult(index));
     }
+
+    // A persistent weight's device copy is the only one the runtime keeps current: no
+    // streamed prefetch may read the same parameter.
+    llvm::DenseMap<Attribute, bool> persists; // per parameter: whether its prefetches persist
+    for (auto prefetch : body.getOps<PrefetchOp>())
+      if (prefetch.getKind() == "weights")
+        for (Value operand : prefetch.getOperands()) {
+          auto read = operand.getDefiningOp<ParamOp>();
+          if (!read)
+            continue;
+          auto [it, first] = persists.try_emplace(read.getNameAttr(), prefetch.getPersistent());
+          if (!first && it->second != prefetch.getPersistent()) {
+            prefetch.emitError("mt-insert-transfers: parameter ")
+                << read.getName()
+                << " is read by persistent and by streamed weights; keep every layer that reads "
+                   "it persistent (persistent-layers), or none";
+            return signalPassFailure();
+          }
+        }
 
     // Each copy's values are read through an await of its token, placed before the first
     // reader: whatever reads them waits for the copy.

@@ -239,9 +239,10 @@ def InsertTransfersPass : Pass<"mt-insert-transfers", "mlir::ModuleOp"> {
     for N layers' weights of device memory); with `persistent-layers` N, the last N layers'
     weights (every parameter's, where N is at least the layer count) stay on the device
     across steps, prefetched once where the step first reads them and marked `persistent`
-    (their buffers live for the whole step): the runtime fills them on the first step and then sends each update's bf16
-    copy straight to them, so they cross in no step; every parameter gradient the step returns leaves
-    with an `mt.offload` right after it is computed; prologue and epilogue parameters are
+    (their buffers live for the whole step): the runtime fills them on the first step and
+    then sends each update's bf16 copy straight to them, so they cross in no step (a
+    parameter they share with streamed weights is refused); every parameter gradient the
+    step returns leaves with an `mt.offload` right after it is computed; prologue and epilogue parameters are
     prefetched just before their first use, ahead of the layers' prefetches placed there
     (copies cross in the order the step reads them). Each copy yields a token, and its values
     are read through an `mt.await` of that token placed before their first reader: the calls

@@ -393,14 +393,13 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   };
   auto laterCrossings = [&](size_t i) -> int64_t { return stays(i) ? 0 : recomputed(i) ? 2 : 1; };
   // What stays takes device memory beside the two slots, but for the last layer's weights,
-  // which hold a slot throughout.
-  // Persistent weights stay through the step's edges as well, and cross once, after their
-  // update.
+  // which hold a slot throughout unless they persist. Persistent weights stay through the
+  // step's edges as well, and cross once, after their update.
   int64_t crossingParams = edgeParams * (edgesPersist ? 1 : 2), residentBeside = 0;
   int64_t persistentLayerParams = 0;
   for (auto [i, layer] : llvm::enumerate(layers)) {
     crossingParams += layer.params * (1 + laterCrossings(i));
-    if (stays(i) && i + 1 < layers.size())
+    if (stays(i) && (i + 1 < layers.size() || persists(i)))
       residentBeside += layer.params;
     if (persists(i))
       persistentLayerParams += layer.params;
@@ -426,7 +425,9 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // Device memory: the larger of the layer phase and the prologue/epilogue phase.
   int64_t checkpointBuffers =
       options.checkpointsOnDevice ? checkpoints * micro : 2 * maxCheckpoint * micro;
-  int64_t layerPhase = 2 * maxLayerParams * slot + residentBeside * slot + 2 * maxLayerParams * 4 +
+  // The two weight slots, unless every layer persists (in memory of its own).
+  const int64_t slotBytes = estimate.persistentLayers < L ? 2 * maxLayerParams * slot : 0;
+  int64_t layerPhase = slotBytes + residentBeside * slot + 2 * maxLayerParams * 4 +
                        maxBackwardActivations + checkpointBuffers +
                        (edgesPersist ? edgeParams * slot : 0);
   int64_t edgePhase = edgeParams * (slot + 4) + edge.activationBytes + checkpointBuffers +
@@ -434,12 +435,13 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.peakDeviceBytes = std::max(layerPhase, edgePhase);
   estimate.peakBreakdown =
       layerPhase >= edgePhase
-          ? "layers: weight slots " + formatBytes(2 * maxLayerParams * slot) +
-                (residentBeside ? ", resident weights " + formatBytes(residentBeside * slot) : "") +
-                (edgesPersist
-                     ? ", persistent prologue/epilogue weights " + formatBytes(edgeParams * slot)
-                     : "") +
-                ", gradient staging " + formatBytes(2 * maxLayerParams * 4) +
+          ? "layers: " + (slotBytes ? "weight slots " + formatBytes(slotBytes) + ", " : "") +
+                (residentBeside ? "resident weights " + formatBytes(residentBeside * slot) + ", "
+                                : "") +
+                (edgesPersist ? "persistent prologue/epilogue weights " +
+                                    formatBytes(edgeParams * slot) + ", "
+                              : "") +
+                "gradient staging " + formatBytes(2 * maxLayerParams * 4) +
                 ", activations of one layer's backward " + formatBytes(maxBackwardActivations) +
                 ", checkpoints " + formatBytes(checkpointBuffers)
           : "prologue/epilogue: weights and gradients " + formatBytes(edgeParams * (slot + 4)) +

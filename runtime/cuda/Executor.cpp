@@ -563,10 +563,13 @@ Executor::~Executor() {
   cudaDeviceSynchronize();
   // The host's bf16 copies of persistent weights are current again, for whatever reads the
   // state next (another executor fills its persistent weights from them).
-  if (persistentUpdated)
-    for (int p = 0; p < static_cast<int>(persistentTargets.size()); ++p)
-      if (!persistentTargets[p].empty())
-        state.refreshStreamCopy(p);
+  try {
+    if (persistentUpdated)
+      for (int p = 0; p < static_cast<int>(persistentTargets.size()); ++p)
+        if (!persistentTargets[p].empty())
+          state.refreshStreamCopy(p);
+  } catch (...) { // the process is going: nothing is left to read the copies
+  }
 }
 
 void Executor::drain() {
@@ -711,12 +714,48 @@ void Executor::bindPersistent() {
     persistentSent.resize(plan.parameters_size());
     persistentSent[p] = Event::forOrdering();
   }
+  // No other tensor of the step, nor a call's workspace, may take a persistent weight's bytes
+  // at any point of it: the plan's liveness keeps them for the whole step.
+  std::vector<std::pair<const char *, const char *>> kept;
+  std::vector<char> keptValue(stepProgram.values_size(), 0);
+  for (const plan::Command &command : stepProgram.commands())
+    if (isPersistent(command))
+      for (int id : command.results()) {
+        const DeviceTensor &copy = step->values[id];
+        kept.push_back({static_cast<const char *>(copy.data),
+                        static_cast<const char *>(copy.data) + copy.bytes()});
+        keptValue[id] = 1;
+      }
+  if (kept.empty())
+    return;
+  std::sort(kept.begin(), kept.end());
+  auto check = [&](const char *begin, int64_t bytes, const std::string &what) {
+    // The kept ranges do not overlap one another: sorted by start, their ends are too.
+    auto after =
+        std::upper_bound(kept.begin(), kept.end(), begin,
+                         [](const char *at, const auto &range) { return at < range.second; });
+    if (bytes > 0 && after != kept.end() && after->first < begin + bytes)
+      throw CudaError("the plan places " + what +
+                      " in a persistent weight's device memory; recompile with this mtc");
+  };
+  for (int id = 0; id < stepProgram.values_size(); ++id)
+    if (step->offsets[id] >= 0 && !keptValue[id])
+      check(static_cast<const char *>(step->values[id].data), step->values[id].bytes(),
+            "step value " + std::to_string(id));
+  for (int c = 0; c < stepProgram.commands_size(); ++c)
+    if (stepProgram.commands(c).workspace_bytes() > 0)
+      check(arena.data() + step->workspace[c], stepProgram.commands(c).workspace_bytes(),
+            "the workspace of " + stepProgram.commands(c).op() + " at " +
+                stepProgram.commands(c).location());
 }
 
 void Executor::updateParameter(int p, int64_t count, const float *gradient,
                                const UpdateVisitor &update) {
   const std::vector<uint16_t *> *targets =
       persistentTargets.empty() || persistentTargets[p].empty() ? nullptr : &persistentTargets[p];
+  // From its first piece on, the host's bf16 copy of p is behind its master.
+  if (targets)
+    persistentUpdated = true;
   auto piece = [&](const float *chunk, int64_t first, int64_t n) {
     if (!targets)
       return update(chunk, first, n, nullptr);
@@ -728,10 +767,8 @@ void Executor::updateParameter(int p, int64_t count, const float *gradient,
     piece(gradient, 0, count);
   else
     pullGradient(p, count, piece);
-  if (targets) {
+  if (targets)
     sender->mark(persistentSent[p]);
-    persistentUpdated = true;
-  }
 }
 
 void Executor::awaitParameter(std::function<void(int parameter)> await) {
