@@ -115,6 +115,7 @@ public:
     executor->updateParameter(p, count, gradient, update);
   }
   bool pullsGradient(int p) const override { return executor->gradientOnDevice(p); }
+  bool sendsUpdate(int p) const override { return executor->persistentWeight(p); }
 
   bool overlapsUpdates() const override { return true; }
   void onGradient(std::function<void(int p)> listener) override {

@@ -148,6 +148,10 @@ public:
   using UpdateVisitor =
       std::function<void(const float *gradient, int64_t first, int64_t count, uint16_t *copy)>;
   void updateParameter(int p, int64_t count, const float *gradient, const UpdateVisitor &update);
+  /// Whether the plan keeps parameter p's weights on the device across steps.
+  bool persistentWeight(int p) const {
+    return !persistentTargets.empty() && !persistentTargets.at(p).empty();
+  }
   /// The bytes of persistent weights' updates sent to the device so far.
   int64_t weightBytesSent() const { return sender ? sender->bytesSent() : 0; }
   /// The bytes pullGradient has moved across PCIe since the executor began, and the time its

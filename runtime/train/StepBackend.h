@@ -98,6 +98,9 @@ public:
         update(piece, first, pieceCount, nullptr);
       });
   }
+  /// Whether updateParameter hands p's update a slot for its bf16 copy, which the backend
+  /// sends on (a weight kept on the device across steps), instead of the state's own copy.
+  virtual bool sendsUpdate(int) const { return false; }
   /// Whether readGradient pulls p's gradient from the device just before its update (where
   /// the host's I/O writes land in the CPU's cache, AdamW reads it from there).
   virtual bool pullsGradient(int) const { return false; }

@@ -121,8 +121,10 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     // A pulled gradient counted as read from the cache it is pulled into just before.
     bool pulled = overlapped && backend->pullsGradient(static_cast<int>(p));
     updatesPulled = updatesPulled || pulled;
-    updateBytes += adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr,
-                              pulled ? 1.0 : 0.0);
+    // A persistent weight's bf16 copy goes to a slot in the cache, not to host memory.
+    bool copied =
+        parameter.streamCopy != nullptr && !(backend && backend->sendsUpdate(static_cast<int>(p)));
+    updateBytes += adamwBytes(static_cast<double>(parameter.count), copied, pulled ? 1.0 : 0.0);
     updatedParameters += static_cast<double>(parameter.count);
   }
   // --trace: the updates that run from the last step's start on, beside its streams (the
