@@ -663,7 +663,9 @@ void Executor::bindPersistent() {
   const plan::Program &stepProgram = plan.step();
   persistentTargets.assign(plan.parameters_size(), {});
   std::vector<char> streamed(plan.parameters_size(), 0); // prefetched otherwise
-  std::vector<int> firstCommand(plan.parameters_size(), -1);
+  // The persistent copies' device bytes, and which step values they are.
+  std::vector<std::pair<const char *, const char *>> kept;
+  std::vector<char> keptValue(stepProgram.values_size(), 0);
   std::vector<int> producer(stepProgram.values_size(), -1);
   for (int c = 0; c < stepProgram.commands_size(); ++c)
     for (int id : stepProgram.commands(c).results())
@@ -703,6 +705,9 @@ void Executor::bindPersistent() {
                             " after its gradient is complete; recompile without "
                             "--persistent-layers");
       persistentTargets[p].push_back(static_cast<uint16_t *>(copy.data));
+      kept.push_back({static_cast<const char *>(copy.data),
+                      static_cast<const char *>(copy.data) + copy.bytes()});
+      keptValue[command.results(r)] = 1;
     }
   }
   for (int p = 0; p < plan.parameters_size(); ++p) {
@@ -716,16 +721,6 @@ void Executor::bindPersistent() {
   }
   // No other tensor of the step, nor a call's workspace, may take a persistent weight's bytes
   // at any point of it: the plan's liveness keeps them for the whole step.
-  std::vector<std::pair<const char *, const char *>> kept;
-  std::vector<char> keptValue(stepProgram.values_size(), 0);
-  for (const plan::Command &command : stepProgram.commands())
-    if (isPersistent(command))
-      for (int id : command.results()) {
-        const DeviceTensor &copy = step->values[id];
-        kept.push_back({static_cast<const char *>(copy.data),
-                        static_cast<const char *>(copy.data) + copy.bytes()});
-        keptValue[id] = 1;
-      }
   if (kept.empty())
     return;
   std::sort(kept.begin(), kept.end());
@@ -751,8 +746,7 @@ void Executor::bindPersistent() {
 
 void Executor::updateParameter(int p, int64_t count, const float *gradient,
                                const UpdateVisitor &update) {
-  const std::vector<uint16_t *> *targets =
-      persistentTargets.empty() || persistentTargets[p].empty() ? nullptr : &persistentTargets[p];
+  const std::vector<uint16_t *> *targets = persistentWeight(p) ? &persistentTargets[p] : nullptr;
   // From its first piece on, the host's bf16 copy of p is behind its master.
   if (targets)
     persistentUpdated = true;
@@ -952,6 +946,8 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     for (int id : command.results())
       results.push_back(values[id]);
     if (command.op() == "mt.prefetch") {
+      // A persistent weight crosses on the first run; later ones wait for its update's copy.
+      const bool sent = persistentFilled && isPersistent(command);
       for (int r = 0; r < command.results_size(); ++r) {
         const plan::Value &source = program.values(command.operands(r));
         const DeviceTensor &to = results[r];
@@ -967,8 +963,7 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         if (parameterAwait)
           parameterAwait(source.parameter());
         startClock();
-        // A persistent weight crosses on the first run; later ones wait for its update's copy.
-        if (persistentFilled && isPersistent(command)) {
+        if (sent) {
           MT_CUDA_CHECK(cudaStreamWaitEvent(stream, persistentSent[source.parameter()]));
           continue;
         }
