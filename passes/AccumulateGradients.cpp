@@ -120,11 +120,11 @@ struct AccumulateGradientsPass
     b.setInsertionPoint(ret);
     for (int64_t r : summed) {
       Value part = ret.getOperand(r);
-      BlockArgument into = body.addArgument(part.getType(), part.getLoc());
-      ret.setOperand(r, b.create<AddOp>(part.getLoc(), part.getType(), into, part));
+      // Through the function, which keeps its argument attributes in step.
+      unsigned at = clone.getNumArguments();
+      clone.insertArgument(at, part.getType(), DictionaryAttr(), part.getLoc());
+      ret.setOperand(r, b.create<AddOp>(part.getLoc(), part.getType(), body.getArgument(at), part));
     }
-    clone.setFunctionType(FunctionType::get(module.getContext(), body.getArgumentTypes(),
-                                            clone.getFunctionType().getResults()));
     clone->setAttr("mt.accumulators", b.getDenseI64ArrayAttr(summed));
     return clone;
   }

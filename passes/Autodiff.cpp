@@ -6,12 +6,15 @@
 //       -> (tensor<f32>, tensor<96x32xf32> {mt.gradient_of = @wte}, ...)
 // with the loss (mt.cross_entropy) appended and every op's gradient rule applied backwards.
 #include "ir/ShapeRules.h"
+#include "passes/BufferLiveness.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
 
 #define DEBUG_TYPE "mt-autodiff"
 
@@ -40,11 +43,25 @@ bool isFloatTensor(Value value) {
   return llvm::isa<FloatType>(getElementTypeOrSelf(value.getType()));
 }
 
+/// A layer that keeps its activations for its backward instead of recomputing them: its
+/// forward template returns, after its output, the results of its products and attentions
+/// that the backward reads; the backward, (inputs..., dy, saved...) -> gradients, reads them
+/// where the recomputing one makes them again.
+struct SavingTemplates {
+  func::FuncOp forward, backward;
+};
+
+/// Ops whose results a saving layer keeps: the products and attentions, a layer's FLOPs.
+bool isSavedKind(Operation *op) { return llvm::isa<LinearOp, MatmulOp, AttentionOp>(op); }
+
 /// Builds the backward ops of one op at a time; `gradients` maps each value to the sum of
-/// the gradients flowing into it so far.
+/// the gradients flowing into it so far. Layer calls at `firstSavingLayer` or later keep
+/// their activations.
 class Differentiator {
 public:
-  Differentiator(OpBuilder &b, ModuleOp module) : b(b), module(module) {}
+  Differentiator(OpBuilder &b, ModuleOp module,
+                 int64_t firstSavingLayer = std::numeric_limits<int64_t>::max())
+      : b(b), module(module), firstSavingLayer(firstSavingLayer) {}
 
   /// Applies `op`'s gradient rule given the gradients of its results.
   LogicalResult differentiate(Operation *op);
@@ -137,6 +154,19 @@ private:
   /// input. It recomputes the layer's forward from its inputs, so the step keeps only each
   /// layer's input (recompute every layer).
   func::FuncOp backwardOf(func::FuncOp forward);
+  /// The templates of a layer that keeps its activations (see SavingTemplates).
+  SavingTemplates savingTemplatesOf(func::FuncOp forward);
+  /// `call` replaced by a call of `saving`, its saving template, which it returns.
+  func::CallOp callSaving(func::CallOp call, func::FuncOp saving) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(call);
+    auto replacement = b.create<func::CallOp>(call.getLoc(), saving, call.getOperands());
+    replacement->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+    call.getResult(0).replaceAllUsesWith(replacement.getResult(0));
+    gradients.erase(call.getResult(0));
+    call.erase();
+    return replacement;
+  }
   /// `attention` with its log-sum-exp as a second result, for its gradient to read: a new op
   /// in its place that takes over its uses (the caller erases the old one), or itself.
   AttentionOp withLse(AttentionOp attention) {
@@ -164,27 +194,55 @@ private:
         loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
   }
 
+  /// The backward ops of `forward` (a template's body) in `backward`'s entry block, seeded
+  /// with its last argument; `origins` receives each copy of a forward op with that op.
+  LogicalResult buildBackward(func::FuncOp forward, func::FuncOp backward,
+                              DenseMap<Operation *, Operation *> &origins);
+
   OpBuilder &b;
   ModuleOp module;
   DenseMap<Value, Value> gradients;
+  int64_t firstSavingLayer;
 };
 
-func::FuncOp Differentiator::backwardOf(func::FuncOp forward) {
-  std::string name = (forward.getSymName() + "_bwd").str();
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
+/// Erases the ops of `body` that nothing reads, last first, so that their operands' makers
+/// may follow.
+void eraseDeadOps(Block &body) {
+  llvm::SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+/// A template of `type`, named `name`, right after `after`.
+func::FuncOp createTemplate(OpBuilder &b, func::FuncOp after, llvm::StringRef name,
+                            FunctionType type) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(after);
+  auto function = b.create<func::FuncOp>(after.getLoc(), name, type);
+  function.setPrivate();
+  function.addEntryBlock();
+  return function;
+}
+
+/// The backward's arguments: the forward's, then the gradient of each of its results.
+FunctionType backwardType(OpBuilder &b, func::FuncOp forward) {
   llvm::SmallVector<Type> inputs(forward.getArgumentTypes());
   inputs.append(forward.getResultTypes().begin(), forward.getResultTypes().end());
   llvm::SmallVector<Type> results;
   for (Type type : forward.getArgumentTypes())
     if (llvm::isa<FloatType>(getElementTypeOrSelf(type)))
       results.push_back(type);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointAfter(forward);
-  auto backward = b.create<func::FuncOp>(forward.getLoc(), name, b.getFunctionType(inputs, results));
-  backward.setPrivate();
+  return b.getFunctionType(inputs, results);
+}
+
+LogicalResult Differentiator::buildBackward(func::FuncOp forward, func::FuncOp backward,
+                                            DenseMap<Operation *, Operation *> &origins) {
   backward->setAttr("mt.backward_of", FlatSymbolRefAttr::get(forward.getSymNameAttr()));
-  Block *body = backward.addEntryBlock();
+  Block *body = &backward.getBody().front();
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(body);
   IRMapping mapping;
   for (auto [argument, clone] : llvm::zip(forward.getArguments(), body->getArguments()))
@@ -197,21 +255,84 @@ func::FuncOp Differentiator::backwardOf(func::FuncOp forward) {
       continue;
     }
     recomputed.push_back(b.clone(op, mapping));
+    origins[recomputed.back()] = &op;
   }
   Differentiator inner(b, module);
-  inner.seed(output, body->getArguments().back());
+  inner.seed(output, body->getArgument(forward.getNumArguments()));
   for (Operation *op : llvm::reverse(recomputed))
     if (failed(inner.differentiate(op)))
-      return nullptr;
+      return failure();
   llvm::SmallVector<Value> grads;
-  for (BlockArgument argument : body->getArguments().drop_back()) {
+  for (BlockArgument argument : body->getArguments().take_front(forward.getNumArguments())) {
     if (!llvm::isa<FloatType>(getElementTypeOrSelf(argument.getType())))
       continue;
     Value gradient = inner.gradientOf(argument);
     grads.push_back(gradient ? gradient : inner.zeros(forward.getLoc(), argument.getType()));
   }
   b.create<func::ReturnOp>(forward.getLoc(), grads);
+  return success();
+}
+
+func::FuncOp Differentiator::backwardOf(func::FuncOp forward) {
+  std::string name = (forward.getSymName() + "_bwd").str();
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  func::FuncOp backward = createTemplate(b, forward, name, backwardType(b, forward));
+  DenseMap<Operation *, Operation *> origins;
+  if (failed(buildBackward(forward, backward, origins)))
+    return nullptr;
   return backward;
+}
+
+SavingTemplates Differentiator::savingTemplatesOf(func::FuncOp forward) {
+  std::string name = (forward.getSymName() + "_saving").str();
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return {existing, module.lookupSymbol<func::FuncOp>(name + "_bwd")};
+  // The forward as the recomputing backward would see it: attentions with their
+  // log-sum-exp, which their gradients read.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(forward);
+  auto saving = llvm::cast<func::FuncOp>(b.clone(*forward));
+  saving.setSymName(name);
+  // A recomputation of the layer (mt-recompute) calls the template that keeps nothing.
+  saving->setAttr("mt.saving_of", FlatSymbolRefAttr::get(forward.getSymNameAttr()));
+  for (AttentionOp attention : llvm::to_vector(saving.getOps<AttentionOp>()))
+    if (AttentionOp both = withLse(attention); both != attention)
+      attention.erase();
+  func::FuncOp backward = createTemplate(b, saving, name + "_bwd", backwardType(b, saving));
+  DenseMap<Operation *, Operation *> origins;
+  if (failed(buildBackward(saving, backward, origins)))
+    return {};
+  // What the gradients still read of the recomputed products and attentions becomes an
+  // argument, and the forward returns it.
+  Block &body = backward.getBody().front();
+  eraseDeadOps(body);
+  auto ret = llvm::cast<func::ReturnOp>(saving.getBody().front().getTerminator());
+  llvm::SmallVector<Value> returned(ret.getOperands());
+  llvm::SmallVector<bool> lseArguments;
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    Operation *origin = origins.lookup(&op);
+    if (!origin || !isSavedKind(&op))
+      continue;
+    for (auto [result, kept] : llvm::zip(op.getResults(), origin->getResults()))
+      if (!result.use_empty()) {
+        result.replaceAllUsesWith(body.addArgument(result.getType(), result.getLoc()));
+        returned.push_back(kept);
+        lseArguments.push_back(llvm::isa<AttentionOp>(op) && result == op.getResult(1));
+      }
+    op.erase();
+  }
+  eraseDeadOps(body);
+  ret->setOperands(returned);
+  saving.setFunctionType(
+      b.getFunctionType(saving.getArgumentTypes(), ValueRange(returned).getTypes()));
+  backward.setFunctionType(
+      b.getFunctionType(body.getArgumentTypes(), backward.getFunctionType().getResults()));
+  unsigned first = body.getNumArguments() - lseArguments.size();
+  for (auto [i, lse] : llvm::enumerate(lseArguments))
+    if (lse)
+      backward.setArgAttr(first + i, kLogSumExpArgument, b.getUnitAttr());
+  return {saving, backward};
 }
 
 LogicalResult Differentiator::differentiate(Operation *op) {
@@ -229,11 +350,22 @@ LogicalResult Differentiator::differentiate(Operation *op) {
       .Case<ParamOp, ConstantOp>([](auto) { return success(); })
       .Case<func::CallOp>([&](func::CallOp call) {
         auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-        func::FuncOp backward = callee ? backwardOf(callee) : func::FuncOp();
+        auto layer = call->getAttrOfType<IntegerAttr>("mt.layer");
+        func::FuncOp backward;
+        if (callee && layer && layer.getInt() >= firstSavingLayer) {
+          SavingTemplates saving = savingTemplatesOf(callee);
+          if (!saving.backward)
+            return failure();
+          call = callSaving(call, saving.forward);
+          backward = saving.backward;
+        } else if (callee) {
+          backward = backwardOf(callee);
+        }
         if (!backward)
           return failure();
         llvm::SmallVector<Value> operands(call.getOperands());
         operands.push_back(g);
+        operands.append(call.result_begin() + 1, call.result_end());
         auto grads = b.create<func::CallOp>(loc, backward, operands);
         grads->setAttrs(call->getDiscardableAttrDictionary());
         unsigned next = 0;
@@ -529,7 +661,20 @@ struct AutodiffPass : mt::impl::AutodiffPassBase<AutodiffPass> {
       return signalPassFailure();
 
     // Reverse sweep over everything before the return (the loss included).
-    Differentiator differentiator(b, module);
+    // The last `savedLayers` layers keep their activations (layer calls carry their index).
+    int64_t layers = 0;
+    forward.walk([&](func::CallOp call) {
+      if (auto layer = call->getAttrOfType<IntegerAttr>("mt.layer"))
+        layers = std::max(layers, layer.getInt() + 1);
+    });
+    if (savedLayers < 0) {
+      module.emitError("mt-autodiff: saved-layers must be at least 0, got ")
+          << savedLayers.getValue();
+      return signalPassFailure();
+    }
+    Differentiator differentiator(b, module,
+                                  savedLayers > 0 ? std::max<int64_t>(layers - savedLayers, 0)
+                                                  : std::numeric_limits<int64_t>::max());
     Location loc = ret.getLoc();
     auto lossType = llvm::cast<RankedTensorType>(loss->getType());
     differentiator.seed(*loss, b.create<ConstantOp>(

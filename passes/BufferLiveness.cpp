@@ -62,6 +62,28 @@ bool leavesInFp32(Value value, llvm::DenseSet<Value> &seen) {
   return false;
 }
 
+/// Whether `value` is an attention's log-sum-exp: the attention's result, or one a layer's
+/// template passes on (a saving layer's forward returns it, its backward takes it).
+bool isLogSumExp(Value value) {
+  if (auto argument = llvm::dyn_cast<BlockArgument>(value)) {
+    auto function = llvm::dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp());
+    return function && function.getArgAttr(argument.getArgNumber(), kLogSumExpArgument);
+  }
+  Operation *maker = value.getDefiningOp();
+  if (auto attention = llvm::dyn_cast<AttentionOp>(maker))
+    return value == attention.getLse();
+  if (auto await = llvm::dyn_cast<AwaitOp>(maker)) // operand 0: the token
+    return isLogSumExp(await.getOperand(llvm::cast<OpResult>(value).getResultNumber() + 1));
+  auto call = llvm::dyn_cast<func::CallOp>(maker);
+  auto callee = call
+                    ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr())
+                    : nullptr;
+  if (!callee || callee.isExternal())
+    return false;
+  Operation *ret = callee.getBody().front().getTerminator();
+  return isLogSumExp(ret->getOperand(llvm::cast<OpResult>(value).getResultNumber()));
+}
+
 /// The position of the last op among `position` that reads `result` (made at `made`), and
 /// whether it is also read past them (returned).
 std::pair<size_t, bool> lastUse(Value result, size_t made,
@@ -94,8 +116,7 @@ int64_t deviceBytes(Value value) {
     width = floatBytes.getInt();
   if (!llvm::isa<FloatType>(type.getElementType()))
     width = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  else if (auto attention = value.getDefiningOp<AttentionOp>();
-           attention && value == attention.getLse())
+  else if (isLogSumExp(value))
     width = 4;
   else if (llvm::DenseSet<Value> seen; type.getRank() == 0 || leavesInFp32(value, seen))
     width = 4;

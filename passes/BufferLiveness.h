@@ -15,6 +15,11 @@ namespace mt {
 /// of bf16's 2.
 constexpr const char *kDeviceFloatBytes = "mt.device_float_bytes";
 
+/// The argument attribute of a layer's backward template that takes an attention's
+/// log-sum-exp from the layer's forward (mt-autodiff's saving layers): fp32 on the device,
+/// as where the attention makes it.
+constexpr const char *kLogSumExpArgument = "mt.log_sum_exp";
+
 /// One device buffer: a result of an op (resultIndex >= 0) or a call's workspace (-1).
 struct DeviceBuffer {
   mlir::Operation *op = nullptr;

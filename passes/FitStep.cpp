@@ -65,13 +65,14 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
       return signalPassFailure();
     }
     if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0 || residentLayers < 0 ||
-        persistentLayers < 0) {
+        persistentLayers < 0 || savedLayers < 0) {
       emitError(module.getLoc(),
                 "mt-fit-step: micro-batches must be at least 1, recompute-interval, "
-                "device-memory, resident-layers and persistent-layers at least 0; got ")
+                "device-memory, resident-layers, persistent-layers and saved-layers at least "
+                "0; got ")
           << microBatches.getValue() << ", " << recomputeInterval.getValue() << ", "
-          << deviceMemory.getValue() << ", " << residentLayers.getValue() << " and "
-          << persistentLayers.getValue();
+          << deviceMemory.getValue() << ", " << residentLayers.getValue() << ", "
+          << persistentLayers.getValue() << " and " << savedLayers.getValue();
       return signalPassFailure();
     }
     // The device receives each update's bf16 copy of a persistent weight.
@@ -104,6 +105,7 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
       OpPassManager train(ModuleOp::getOperationName());
       TrainPipelineOptions trainOptions;
       trainOptions.segmentLayers = segmentLayers.getValue();
+      trainOptions.savedLayers = savedLayers.getValue();
       // Sample-major micro-batches are the runtime running the step once each; layer-major
       // ones are in the step.
       trainOptions.layerMajorMicroBatches = mode == "layer-major" ? microBatches.getValue() : 1;

@@ -31,6 +31,10 @@ struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
       *this, "layer-major-micro-batches",
       llvm::cl::desc("Micro-batches each layer runs while resident (1: none)"),
       llvm::cl::init(1)};
+  Option<int64_t> savedLayers{
+      *this, "saved-layers",
+      llvm::cl::desc("The last layers that keep their activations for the backward (0: none)"),
+      llvm::cl::init(0)};
 };
 
 /// Turns the raised graph into the training step: layer templates, loss, backward, cleanup

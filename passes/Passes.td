@@ -167,11 +167,20 @@ def AutodiffPass : Pass<"mt-autodiff", "mlir::ModuleOp"> {
     are summed. The function returns the loss followed by one gradient per `mt.parameter`,
     in declaration order, each result tagged `mt.gradient_of = @name`. Ops without a gradient
     rule on the path to the loss are errors that name them.
+
+    A layer call's backward is a template that recomputes the layer from its input. With
+    `saved-layers` N, the last N layers (by `mt.layer`) keep their activations instead: each
+    calls `@T_saving`, which also returns the results of its products and attentions that
+    the backward reads, and its backward `@T_saving_bwd` takes them after `dy` and recomputes
+    only the cheap ops between them (norms, rope, activations): no product runs twice, for
+    those results' device memory from the forward to the backward.
   }];
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
   let options = [
     Option<"functionName", "function", "std::string", "\"forward\"",
            "The function holding the model's forward computation">,
+    Option<"savedLayers", "saved-layers", "int64_t", "0",
+           "The last layers that keep their activations for the backward (0: none)">,
   ];
 }
 
@@ -368,6 +377,8 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
            "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
     Option<"residentLayers", "resident-layers", "int64_t", "0",
            "The last layers whose weights stay on the device from forward to backward">,
+    Option<"savedLayers", "saved-layers", "int64_t", "0",
+           "The last layers that keep their activations for the backward (mt-autodiff)">,
     Option<"persistentLayers", "persistent-layers", "int64_t", "0",
            "The last layers whose weights stay on the device across steps (at least the layer "
            "count: every parameter's)">,

@@ -51,7 +51,9 @@ void buildTrainPassPipeline(OpPassManager &pm, const TrainPipelineOptions &optio
   split.count = options.layerMajorMicroBatches;
   pm.addPass(createSplitMicroBatchesPass(split));
   // The loss and the backward are built over fused ops, whose gradient rules are single ops.
-  pm.addPass(createAutodiffPass());
+  AutodiffPassOptions autodiff;
+  autodiff.savedLayers = options.savedLayers;
+  pm.addPass(createAutodiffPass(autodiff));
   // Gradient rules also differentiate into constants and integer views; those results are
   // dead, and reused subexpressions (transposed weights, broadcast scalars) merge.
   pm.addPass(createCSEPass());
@@ -66,6 +68,9 @@ void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions 
   RecomputePassOptions recompute;
   recompute.interval = options.recomputeInterval;
   pm.addPass(createRecomputePass(recompute));
+  // A layer template that no call reads any more (the plain forward of layers that keep
+  // their activations, where no recomputation calls it) goes.
+  pm.addPass(createSymbolDCEPass());
   // The copies next: they decide which tensors live on the device and when.
   InsertTransfersPassOptions transfers;
   transfers.lookahead = options.lookahead;

@@ -30,9 +30,16 @@ struct RecomputePass : mt::impl::RecomputePassBase<RecomputePass> {
       getOperation().emitError("mt-recompute: the interval must be at least 1");
       return signalPassFailure();
     }
-    auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
-    if (!step || interval == 1)
-      return;
+    if (auto step = getOperation().lookupSymbol<func::FuncOp>("train_step"); step && interval > 1)
+      recomputeBlocks(step);
+    // Recomputation was the last reader of each saving template's link to its plain one;
+    // without it, symbol-dce drops a plain template that no layer calls.
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      function->removeAttr("mt.saving_of");
+  }
+
+  /// Recomputes each block of `interval` layers from its first input before its backward.
+  void recomputeBlocks(func::FuncOp step) {
     // Calls by the layer input they read: a layer's forward and its backward read the same
     // value, and consecutive layers of one micro-batch chain through it.
     llvm::DenseMap<Value, func::CallOp> forwardByInput, backwardByInput;
@@ -65,7 +72,16 @@ struct RecomputePass : mt::impl::RecomputePassBase<RecomputePass> {
       b.setInsertionPoint(lastBackward);
       Value input = start.getOperand(0);
       for (size_t j = 0; j + 1 < block.size(); ++j) {
-        auto again = llvm::cast<func::CallOp>(b.clone(*block[j]));
+        // A layer that keeps its activations is recomputed by the template that keeps none.
+        func::CallOp again = block[j];
+        auto callee =
+            SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(again, again.getCalleeAttr());
+        auto plain = callee ? callee->getAttrOfType<FlatSymbolRefAttr>("mt.saving_of") : nullptr;
+        again = plain ? b.create<func::CallOp>(again.getLoc(), plain,
+                                               TypeRange{again.getResult(0).getType()},
+                                               again.getOperands())
+                      : llvm::cast<func::CallOp>(b.clone(*again));
+        again->setDiscardableAttrs(block[j]->getDiscardableAttrDictionary());
         again.setOperand(0, input);
         again->setAttr("mt.recompute", b.getUnitAttr());
         input = again.getResult(0);

@@ -145,7 +145,8 @@ struct PullWaits {
 };
 
 struct LayerCost {
-  int64_t params = 0, checkpointBytes = 0;
+  /// savedBytes: the activations a saving layer keeps from its forward to its backward.
+  int64_t params = 0, checkpointBytes = 0, savedBytes = 0;
   PullWaits pulls;
   Cost forward, backward;
 };
@@ -315,6 +316,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         if (i < 0 || i >= static_cast<int64_t>(layers.size()))
           return call.emitOpError("calls layers out of order");
         layers[i].checkpointBytes += elementsOf(call.getOperand(0).getType()) * kActivationBytes;
+        for (Value saved : call.getResults().drop_front())
+          layers[i].savedBytes += deviceBytes(saved);
         layers[i].forward.merge(costOfTemplate(callee));
         // The work of a template's ops (whole numbers of FLOP, exact in any order).
         auto [work, counted] = templateWork.try_emplace(callee.getOperation());
@@ -365,8 +368,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   bool hostCopies = stream != 4;
   estimate.streamMasters = !hostCopies;
   int64_t checkpoints = 0, maxLayerParams = 0, maxCheckpoint = 0;
-  int64_t maxBackwardActivations = 0;
+  int64_t maxBackwardActivations = 0, savedBytes = 0;
   for (auto [i, layer] : llvm::enumerate(layers)) {
+    savedBytes += layer.savedBytes;
+    estimate.savedLayers += layer.savedBytes > 0;
     // Only every K-th layer's input is kept for the backward.
     if (i % interval == 0)
       checkpoints += layer.checkpointBytes;
@@ -422,17 +427,21 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const bool pulled = ringed && options.pullGradients;
   estimate.pullGradients = pulled;
 
-  // Device memory: the larger of the layer phase and the prologue/epilogue phase.
+  // Device memory: the larger of the layer phase and the prologue/epilogue phase. Saving
+  // layers' activations are all alive where the forward turns into the backward.
   int64_t checkpointBuffers =
       options.checkpointsOnDevice ? checkpoints * micro : 2 * maxCheckpoint * micro;
   // The two weight slots, unless every layer persists (in memory of its own).
   const int64_t slotBytes = estimate.persistentLayers < L ? 2 * maxLayerParams * slot : 0;
   int64_t layerPhase = slotBytes + residentBeside * slot + 2 * maxLayerParams * 4 +
-                       maxBackwardActivations + checkpointBuffers +
+                       maxBackwardActivations + checkpointBuffers + savedBytes +
                        (edgesPersist ? edgeParams * slot : 0);
   int64_t edgePhase = edgeParams * (slot + 4) + edge.activationBytes + checkpointBuffers +
-                      persistentLayerParams * slot;
+                      savedBytes + persistentLayerParams * slot;
   estimate.peakDeviceBytes = std::max(layerPhase, edgePhase);
+  estimate.savedBytes = savedBytes;
+  const std::string savedPart =
+      savedBytes ? ", saved activations " + formatBytes(savedBytes) : std::string();
   estimate.peakBreakdown =
       layerPhase >= edgePhase
           ? "layers: " + (slotBytes ? "weight slots " + formatBytes(slotBytes) + ", " : "") +
@@ -443,10 +452,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
                               : "") +
                 "gradient staging " + formatBytes(2 * maxLayerParams * 4) +
                 ", activations of one layer's backward " + formatBytes(maxBackwardActivations) +
-                ", checkpoints " + formatBytes(checkpointBuffers)
+                ", checkpoints " + formatBytes(checkpointBuffers) + savedPart
           : "prologue/epilogue: weights and gradients " + formatBytes(edgeParams * (slot + 4)) +
                 ", activations " + formatBytes(edge.activationBytes) + ", checkpoints " +
-                formatBytes(checkpointBuffers) +
+                formatBytes(checkpointBuffers) + savedPart +
                 (persistentLayerParams
                      ? ", persistent layers' weights " + formatBytes(persistentLayerParams * slot)
                      : "");

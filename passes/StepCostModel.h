@@ -85,6 +85,9 @@ struct StepEstimate {
   std::string accumulation;
   bool checkpointsOnDevice = false;
   int64_t residentLayers = 0, persistentLayers = 0;
+  /// Layers that keep their activations for the backward (mt-autodiff's saved-layers), and
+  /// those activations' device memory.
+  int64_t savedLayers = 0, savedBytes = 0;
   std::vector<TimelineSlice> timeline;
 };
 

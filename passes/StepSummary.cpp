@@ -24,6 +24,14 @@ struct ModelSummary {
   llvm::SmallVector<std::string> inputs, outputs;
 };
 
+/// What a setting of the last `count` of `layers` layers says: `every` where it covers them
+/// all, `some` (its {0} the count) where fewer, nothing where none.
+std::string lastLayers(int64_t count, int64_t layers, llvm::StringRef every, const char *some) {
+  if (count <= 0)
+    return "";
+  return count >= layers ? every.str() : llvm::formatv(some, count).str();
+}
+
 ModelSummary summarize(ModuleOp module) {
   ModelSummary s;
   auto typeString = [](Type type) {
@@ -102,6 +110,8 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
         object["gradient_ring"] = gradientRing.str();
       object["resident_layers"] = step->residentLayers;
       object["persistent_layers"] = step->persistentLayers;
+      object["saved_layers"] = step->savedLayers;
+      object["saved_bytes"] = step->savedBytes;
       object["accumulation"] = step->accumulation;
       object["micro_batches"] = context.microBatches;
       object["checkpoints"] = step->checkpointsOnDevice ? "device" : "host";
@@ -126,26 +136,24 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
   os << "\n";
   if (!step)
     return;
-  os << llvm::formatv("layers      {0} in {1} template(s), recompute every {2}, {3} "
-                      "accumulation, checkpoints on the {4}{5}{6}\n",
-                      step->layers, step->templates, step->recomputeInterval, step->accumulation,
-                      step->checkpointsOnDevice ? "device" : "host",
-                      step->residentLayers == 1 ? ", the last layer's weights resident from "
-                                                  "forward to backward"
-                      : step->residentLayers > 1
-                          ? llvm::formatv(", the last {0} layers' weights resident from "
-                                          "forward to backward",
-                                          step->residentLayers)
-                                .str()
-                          : std::string(),
-                      step->persistentLayers == step->layers && step->persistentLayers > 0
-                          ? ", every weight persistent on the device across steps"
-                      : step->persistentLayers > 0
-                          ? llvm::formatv(", the last {0} layers' weights persistent on the "
-                                          "device across steps",
-                                          step->persistentLayers)
-                                .str()
-                          : std::string());
+  os << llvm::formatv(
+      "layers      {0} in {1} template(s), recompute every {2}{7}, {3} "
+      "accumulation, checkpoints on the {4}{5}{6}\n",
+      step->layers, step->templates, step->recomputeInterval, step->accumulation,
+      step->checkpointsOnDevice ? "device" : "host",
+      step->residentLayers == 1  ? ", the last layer's weights resident from "
+                                   "forward to backward"
+      : step->residentLayers > 1 ? llvm::formatv(", the last {0} layers' weights resident from "
+                                                 "forward to backward",
+                                                 step->residentLayers)
+                                       .str()
+                                 : std::string(),
+      lastLayers(step->persistentLayers, step->layers,
+                 ", every weight persistent on the device across steps",
+                 ", the last {0} layers' weights persistent on the device across steps"),
+      lastLayers(step->savedLayers, step->layers,
+                 " (but every layer keeps its activations for its backward)",
+                 " (but the last {0} layers keep their activations for their backward)"));
   os << "device      peak " << formatBytes(step->peakDeviceBytes)
      << " (the plan's arena, kernel scratch, cuBLASLt workspace, inputs and constants; the "
         "cost model's largest phase: "

@@ -23,7 +23,8 @@ steps=${BENCH_STEPS:-5}
 
 # name | mt plan | peer model | sequences a step | mt-run's own flags; the peers run where
 # they fit on the GPU. -8p: the gradients pulled from a device ring (mtc --gradient-ring=device);
-# -8k: every weight persistent on the device across steps (mtc --persistent-layers), -8kp both.
+# -8k: every weight persistent on the device across steps (mtc --persistent-layers), -8kp both;
+# -8s: every layer keeps the activations its backward reads (mtc --saved-layers), -8kps with -8kp.
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8p perf-3.8b-8p 4b 8 -"
@@ -31,6 +32,8 @@ rows=(
   "3.8b-8h perf-3.8b-8h 4b 8 -"
   "3.8b-8k perf-3.8b-8k 4b 8 -"
   "3.8b-8kp perf-3.8b-8kp 4b 8 -"
+  "3.8b-8s perf-3.8b-8s 4b 8 -"
+  "3.8b-8kps perf-3.8b-8kps 4b 8 -"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
   "32bl-8 perf-32bl-8 32bl 8 gpu"
   "32bl-8p perf-32bl-8p 32bl 8 -"
@@ -38,6 +41,8 @@ rows=(
   "32bl-8h perf-32bl-8h 32bl 8 -"
   "32bl-8k perf-32bl-8k 32bl 8 -"
   "32bl-8kp perf-32bl-8kp 32bl 8 -"
+  "32bl-8s perf-32bl-8s 32bl 8 -"
+  "32bl-8kps perf-32bl-8kps 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
   "120bl-8p perf-120bl-8p 120bl 8 -"
@@ -45,6 +50,8 @@ rows=(
   "120bl-8h perf-120bl-8h 120bl 8 -"
   "120bl-8k perf-120bl-8k 120bl 8 -"
   "120bl-8kp perf-120bl-8kp 120bl 8 -"
+  "120bl-8s perf-120bl-8s 120bl 8 -"
+  "120bl-8kps perf-120bl-8kps 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"
 )
 $run --calibrate "$out/calibrated.json" --backend=cuda >"$out/calibrate.txt" 2>&1

@@ -477,6 +477,27 @@ PY
 }
 part llama-1b-persistent persistent_same_losses
 
+# Saved activations (mtc --saved-layers): every layer keeps the products' and attentions'
+# results its backward reads instead of recomputing its forward there. The same kernels on the
+# same inputs make them, but the saving forward runs each attention with its log-sum-exp,
+# which the recomputing one makes only in the backward: the losses agree with the landed run
+# above (which this part needs) to 1e-4 (identical where cuDNN's forward with statistics
+# gives the same output), and the step executes fewer FLOPs.
+saved_same_losses() {
+  $run $plans/llama-1b-saved.mtp --init random --data $plans/llama-1b.tokens --steps 6 \
+    --lr 3e-4 --warmup 4 --backend=cuda --attention=cudnn-deterministic \
+    --metrics "$out/llama-1b-saved.jsonl" || return 1
+  python3 - "$out/llama-1b-ring-host.jsonl" "$out/llama-1b-saved.jsonl" <<'PY'
+import json, sys
+runs = [[json.loads(line) for line in open(path)] for path in sys.argv[1:]]
+gaps = [abs(a["loss"] - b["loss"]) / abs(a["loss"]) for a, b in zip(*runs)]
+assert len(gaps) == 6 and max(gaps) <= 1e-4, gaps
+print(len(gaps), "steps, losses recomputed and saved within", max(gaps), "; step ms recomputed",
+      [round(r["ms"]) for r in runs[0]], "saved", [round(r["ms"]) for r in runs[1]])
+PY
+}
+part llama-1b-saved saved_same_losses
+
 # Measured device memory (the executor's buffers and the most scratch a command used) within
 # the plan's peak (its arena and reserve), at every step of every device run but the
 # serialized one, which gives every buffer its own memory on purpose. cuDNN's own workspace,

@@ -142,6 +142,7 @@ int compilerMain(int argc, char **argv) {
     fit.weightStream = streamWeights;
     fit.residentLayers = residentLayers;
     fit.persistentLayers = persistentLayers;
+    fit.savedLayers = savedLayers;
     fit.gradientRing = gradientRing;
     // Where the step waits on the host's memory, the compiler may place checkpoints and
     // weights on the device, unless either was asked for.

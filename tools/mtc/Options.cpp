@@ -107,6 +107,14 @@ llvm::cl::opt<int64_t> residentLayers(
                    "and backward calls meet)"),
     llvm::cl::init(0), llvm::cl::cat(category));
 
+llvm::cl::opt<int64_t> savedLayers(
+    "saved-layers",
+    llvm::cl::desc("The last N layers keep the activations their backward reads (the results "
+                   "of their products and attentions) on the device from their forward, "
+                   "instead of recomputing the layer: no product runs twice, for those "
+                   "activations' device memory (default 0: every layer recomputes)"),
+    llvm::cl::init(0), llvm::cl::cat(category));
+
 llvm::cl::opt<int64_t> persistentLayers(
     "persistent-layers",
     llvm::cl::desc("The last N layers keep their weights on the device across steps (N at "
@@ -180,6 +188,10 @@ LogicalResult checkScheduleOptions() {
   }
   if (residentLayers < 0) {
     llvm::errs() << "mtc: --resident-layers must be at least 0, got " << residentLayers << "\n";
+    return failure();
+  }
+  if (savedLayers < 0) {
+    llvm::errs() << "mtc: --saved-layers must be at least 0, got " << savedLayers << "\n";
     return failure();
   }
   if (persistentLayers < 0) {
