@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/ScopeExit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -102,15 +103,7 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
       modes.resize(1);
     for (auto [attempt, mode] : llvm::enumerate(modes)) {
       bool last = attempt + 1 == modes.size();
-      OpPassManager train(ModuleOp::getOperationName());
-      TrainPipelineOptions trainOptions;
-      trainOptions.segmentLayers = segmentLayers.getValue();
-      trainOptions.savedLayers = savedLayers.getValue();
-      // Sample-major micro-batches are the runtime running the step once each; layer-major
-      // ones are in the step.
-      trainOptions.layerMajorMicroBatches = mode == "layer-major" ? microBatches.getValue() : 1;
-      buildTrainPassPipeline(train, trainOptions);
-      FailureOr<ModuleOp> trained = tryPipeline(module, train);
+      FailureOr<ModuleOp> trained = train(mode, fitSavedLayers ? 0 : savedLayers.getValue());
       if (failed(trained))
         return signalPassFailure();
       int64_t interval = 0;
@@ -127,6 +120,8 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
         if (ring->pullGradients)
           planBudget = budget - static_cast<double>(ring->gradientRingDeviceBytes + kPullMargin);
       }
+      if (schedule && fitSavedLayers && failed(fitSaved(*trained, mode)))
+        return signalPassFailure();
       if (schedule) {
         // lighten-host may schedule the trained step again, other ways.
         FailureOr<ModuleOp> unscheduled;
@@ -157,6 +152,77 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
   }
 
 private:
+  /// The step trained from the pass's module with `mode`'s micro-batches, its last `saved`
+  /// layers keeping their activations.
+  FailureOr<ModuleOp> train(llvm::StringRef mode, int64_t saved) {
+    OpPassManager pipeline(ModuleOp::getOperationName());
+    TrainPipelineOptions options;
+    options.segmentLayers = segmentLayers.getValue();
+    options.savedLayers = saved;
+    // Sample-major micro-batches are the runtime running the step once each; layer-major
+    // ones are in the step.
+    options.layerMajorMicroBatches = mode == "layer-major" ? microBatches.getValue() : 1;
+    buildTrainPassPipeline(pipeline, options);
+    return tryPipeline(getOperation(), pipeline);
+  }
+
+  /// fit-saved-layers: `trained` (no layer saving) becomes the step whose last N layers keep
+  /// their activations, N as many as the cost model's peak leaves room for (each layer's
+  /// activations weigh alike: every layer's, over the peak without, gives N), where that
+  /// step is predicted at least 3% faster; the choice and its numbers are recorded.
+  LogicalResult fitSaved(ModuleOp &trained, llvm::StringRef mode) {
+    ScheduleOptions options = costOptions(recomputeInterval, mode);
+    FailureOr<StepEstimate> none = estimateStep(trained, profile, options);
+    if (failed(none))
+      return failure();
+    const int64_t layers = none->layers;
+    FailureOr<ModuleOp> every = train(mode, layers);
+    if (failed(every))
+      return failure();
+    FailureOr<StepEstimate> all = estimateStep(*every, profile, options);
+    if (failed(all))
+      return failure();
+    // The cost model's peak is the schedule's within a few percent: room is kept for that.
+    double room = planBudget * 0.95 - static_cast<double>(none->peakDeviceBytes);
+    double perLayer = static_cast<double>(all->savedBytes) / std::max<int64_t>(layers, 1);
+    int64_t count =
+        perLayer > 0 ? std::clamp<int64_t>(static_cast<int64_t>(room / perLayer), 0, layers) : 0;
+    FailureOr<ModuleOp> saving = every;
+    FailureOr<StepEstimate> step = all;
+    if (count < layers) {
+      (*every)->erase();
+      if (count == 0) {
+        savedChoice = "none: a layer's activations (" +
+                      formatBytes(static_cast<int64_t>(perLayer)) +
+                      ") find no room beside the peak of " + formatBytes(none->peakDeviceBytes);
+        return success();
+      }
+      saving = train(mode, count);
+      if (failed(saving))
+        return failure();
+      step = estimateStep(*saving, profile, options);
+      if (failed(step))
+        return failure();
+    }
+    bool chosen = step->peakDeviceBytes <= planBudget * 0.95 &&
+                  step->predictedStepSeconds <= none->predictedStepSeconds * kLightenGain;
+    char numbers[200];
+    std::snprintf(numbers, sizeof numbers,
+                  "the last %lld of %lld layers keeping their activations (%s): the cost model "
+                  "predicts %.3g s against %.3g s recomputing every layer",
+                  static_cast<long long>(count), static_cast<long long>(layers),
+                  formatBytes(step->savedBytes).c_str(), step->predictedStepSeconds,
+                  none->predictedStepSeconds);
+    savedChoice = (chosen ? "" : "none, with ") + std::string(numbers);
+    if (!chosen) {
+      (*saving)->erase();
+      return success();
+    }
+    trained->erase();
+    trained = *saving;
+    return success();
+  }
+
   /// Runs `pipeline` on a copy of `from` nested in this pass's module (a pass may only run
   /// pipelines on what it holds); returns the copy, which adopt() or erase() ends.
   FailureOr<ModuleOp> tryPipeline(ModuleOp from, OpPassManager &pipeline) {
@@ -504,6 +570,8 @@ private:
     module->setAttr("mt.checkpoints_on_device", b.getBoolAttr(step->checkpointsOnDevice));
     if (!placement.empty())
       module->setAttr("mt.placement", b.getStringAttr(placement));
+    if (!savedChoice.empty())
+      module->setAttr("mt.saved_layers_choice", b.getStringAttr(savedChoice));
     module->setAttr("mt.device_memory_budget", b.getF64FloatAttr(schedule ? budget : 0));
     module->setAttr("mt.model_flops", b.getF64FloatAttr(step->flopsPerStep));
     module->setAttr("mt.predicted_step_seconds", b.getF64FloatAttr(step->predictedStepSeconds));
@@ -515,7 +583,8 @@ private:
   /// What the plan's arena and placement may take of it: the budget, less the least device
   /// ring and kPullMargin where gradient-ring=device asks for one.
   double planBudget = 0;
-  std::string placement; // lighten-host's choice, where it chose
+  std::string placement;   // lighten-host's choice, where it chose
+  std::string savedChoice; // fit-saved-layers' choice, where it chose
   bool failedPipeline = false;
 };
 

@@ -68,6 +68,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
   auto source = module->getAttrOfType<StringAttr>("mt.source");
   auto weightStream = module->getAttrOfType<StringAttr>("mt.weight_stream");
   auto placement = module->getAttrOfType<StringAttr>("mt.placement");
+  auto savedChoice = module->getAttrOfType<StringAttr>("mt.saved_layers_choice");
   auto gradientRing = module->getAttrOfType<StringAttr>("mt.gradient_ring");
   if (context.json) {
     llvm::json::Object ops;
@@ -93,6 +94,8 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
         object["weight_stream"] = weightStream.str();
       if (placement)
         object["placement"] = placement.str();
+      if (savedChoice)
+        object["saved_layers_choice"] = savedChoice.str();
       object["h2d_bytes_per_step"] = step->h2dBytesPerStep;
       object["d2h_bytes_per_step"] = step->d2hBytesPerStep;
       object["flops_per_step"] = step->flopsPerStep;
@@ -176,6 +179,8 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
     os << "weights     " << weightStream.getValue() << "\n";
   if (placement)
     os << "placement   " << placement.getValue() << "\n";
+  if (savedChoice)
+    os << "saved       " << savedChoice.getValue() << "\n";
   os << llvm::formatv("per step    {0} h2d, {1} d2h, {2:e} model FLOP, predicted {3:e} s on {4}\n",
                       formatBytes(step->h2dBytesPerStep), formatBytes(step->d2hBytesPerStep),
                       step->flopsPerStep, step->predictedStepSeconds, context.target);

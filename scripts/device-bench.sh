@@ -24,7 +24,8 @@ steps=${BENCH_STEPS:-5}
 # name | mt plan | peer model | sequences a step | mt-run's own flags; the peers run where
 # they fit on the GPU. -8p: the gradients pulled from a device ring (mtc --gradient-ring=device);
 # -8k: every weight persistent on the device across steps (mtc --persistent-layers), -8kp both;
-# -8s: every layer keeps the activations its backward reads (mtc --saved-layers), -8kps with -8kp.
+# -8s: every layer keeps the activations its backward reads (mtc --saved-layers), -8kps with -8kp;
+# -32s: the last layers keep them (mtc's auto: as many as an H100 holds).
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8p perf-3.8b-8p 4b 8 -"
@@ -35,6 +36,7 @@ rows=(
   "3.8b-8s perf-3.8b-8s 4b 8 -"
   "3.8b-8kps perf-3.8b-8kps 4b 8 -"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
+  "3.8b-32s perf-3.8b-32s 4b 32 -"
   "32bl-8 perf-32bl-8 32bl 8 gpu"
   "32bl-8p perf-32bl-8p 32bl 8 -"
   "32bl-8r perf-32bl-8r 32bl 8 -"
@@ -44,6 +46,7 @@ rows=(
   "32bl-8s perf-32bl-8s 32bl 8 -"
   "32bl-8kps perf-32bl-8kps 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
+  "32bl-32s perf-32bl-32s 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
   "120bl-8p perf-120bl-8p 120bl 8 -"
   "120bl-8r perf-120bl-8r 120bl 8 -"
@@ -53,6 +56,7 @@ rows=(
   "120bl-8s perf-120bl-8s 120bl 8 -"
   "120bl-8kps perf-120bl-8kps 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"
+  "120bl-32s perf-120bl-32s 120bl 32 -"
 )
 $run --calibrate "$out/calibrated.json" --backend=cuda >"$out/calibrate.txt" 2>&1
 for row in "${rows[@]}"; do

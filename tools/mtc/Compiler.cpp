@@ -142,7 +142,10 @@ int compilerMain(int argc, char **argv) {
     fit.weightStream = streamWeights;
     fit.residentLayers = residentLayers;
     fit.persistentLayers = persistentLayers;
-    fit.savedLayers = savedLayers;
+    // Options checked the count; auto leaves it to the pass.
+    fit.fitSavedLayers = savedLayers == "auto";
+    if (!fit.fitSavedLayers)
+      llvm::StringRef(savedLayers).getAsInteger(10, fit.savedLayers);
     fit.gradientRing = gradientRing;
     // Where the step waits on the host's memory, the compiler may place checkpoints and
     // weights on the device, unless either was asked for.

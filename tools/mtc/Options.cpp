@@ -107,13 +107,15 @@ llvm::cl::opt<int64_t> residentLayers(
                    "and backward calls meet)"),
     llvm::cl::init(0), llvm::cl::cat(category));
 
-llvm::cl::opt<int64_t> savedLayers(
+llvm::cl::opt<std::string> savedLayers(
     "saved-layers",
     llvm::cl::desc("The last N layers keep the activations their backward reads (the results "
                    "of their products and attentions) on the device from their forward, "
                    "instead of recomputing the layer: no product runs twice, for those "
-                   "activations' device memory (default 0: every layer recomputes)"),
-    llvm::cl::init(0), llvm::cl::cat(category));
+                   "activations' device memory (default 0: every layer recomputes; auto: as "
+                   "many as the device memory leaves room for, where the cost model predicts "
+                   "a step at least 3% faster)"),
+    llvm::cl::init("0"), llvm::cl::cat(category));
 
 llvm::cl::opt<int64_t> persistentLayers(
     "persistent-layers",
@@ -190,8 +192,9 @@ LogicalResult checkScheduleOptions() {
     llvm::errs() << "mtc: --resident-layers must be at least 0, got " << residentLayers << "\n";
     return failure();
   }
-  if (savedLayers < 0) {
-    llvm::errs() << "mtc: --saved-layers must be at least 0, got " << savedLayers << "\n";
+  if (int64_t count; savedLayers != "auto" &&
+                     (llvm::StringRef(savedLayers).getAsInteger(10, count) || count < 0)) {
+    llvm::errs() << "mtc: --saved-layers must be auto or at least 0, got " << savedLayers << "\n";
     return failure();
   }
   if (persistentLayers < 0) {
