@@ -206,6 +206,10 @@ private:
     }
     bool chosen = step->peakDeviceBytes <= planBudget * 0.95 &&
                   step->predictedStepSeconds <= none->predictedStepSeconds * kLightenGain;
+    // The schedule must fit too: its peak is the cost model's within a few percent.
+    bool scheduleFits = !chosen || fitsScheduled(*saving);
+    if (failedPipeline)
+      return failure();
     char numbers[200];
     std::snprintf(numbers, sizeof numbers,
                   "the last %lld of %lld layers keeping their activations (%s): the cost model "
@@ -213,14 +217,26 @@ private:
                   static_cast<long long>(count), static_cast<long long>(layers),
                   formatBytes(step->savedBytes).c_str(), step->predictedStepSeconds,
                   none->predictedStepSeconds);
-    savedChoice = (chosen ? "" : "none, with ") + std::string(numbers);
-    if (!chosen) {
+    savedChoice = (chosen && scheduleFits ? "" : "none, with ") + std::string(numbers) +
+                  (scheduleFits ? "" : ", but its schedule does not fit the budget");
+    if (!chosen || !scheduleFits) {
       (*saving)->erase();
       return success();
     }
     trained->erase();
     trained = *saving;
     return success();
+  }
+
+  /// Whether `trained` scheduled as asked fits the budget (scheduled on a copy).
+  bool fitsScheduled(ModuleOp trained) {
+    OpPassManager copy(ModuleOp::getOperationName());
+    FailureOr<ModuleOp> scheduled = tryPipeline(trained, copy);
+    if (failed(scheduled))
+      return false;
+    bool fits = succeeded(scheduleWithin(*scheduled, /*report=*/false));
+    (*scheduled)->erase();
+    return fits;
   }
 
   /// Runs `pipeline` on a copy of `from` nested in this pass's module (a pass may only run

@@ -121,12 +121,13 @@ cp "$root/../shared/bench/peer_bench.py" "$out/"
 if [[ "${WITH_3_8B:-0}" == 1 ]]; then
   /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-3.8b.onnx" 32 3072 24 24 8192 32000 2048
   mtc "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 -o "$out/bench-3.8b.mtp"
-  # Both sources of the streamed weights, at 8 and 32 sequences a step.
+  # Both sources of the streamed weights, at 8 and 32 sequences a step (every layer
+  # recomputing: saved activations would fill an H200's memory at 32).
   for source in bf16 fp32; do
     mtc "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 --stream-weights=$source \
       -o "$out/bench-3.8b-$source.mtp"
     mtc "$out/bench-3.8b.onnx" --input-shape input_ids:8x2048 --micro-batches 4 \
-      --stream-weights=$source -o "$out/bench-3.8b-m4-$source.mtp"
+      --saved-layers 0 --stream-weights=$source -o "$out/bench-3.8b-m4-$source.mtp"
   done
   /usr/bin/python3 -c "
 import numpy as np
@@ -196,9 +197,11 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
   for model in "3.8b 32 3072 24 8192" "32bl 8 5120 40 27648" "120bl 4 10240 80 28672"; do
     read -r name layers hidden heads ffn <<<"$model"
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/perf-$name.onnx" $layers $hidden $heads $heads $ffn 32000 2048
+    # Every layer recomputing its forward in the backward (--saved-layers 0; mtc's auto would
+    # fill an H200's memory with saved activations at 32 sequences): the -32s rows' baseline.
     for micro in 1 4; do
       mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --micro-batches $micro \
-        --accumulation layer-major \
+        --accumulation layer-major --saved-layers 0 \
         -o "$out/perf-$name-$((8 * micro)).mtp"
     done
     # Every layer's weights resident from forward to backward: the 8-sequence rows, whose

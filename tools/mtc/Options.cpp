@@ -112,10 +112,10 @@ llvm::cl::opt<std::string> savedLayers(
     llvm::cl::desc("The last N layers keep the activations their backward reads (the results "
                    "of their products and attentions) on the device from their forward, "
                    "instead of recomputing the layer: no product runs twice, for those "
-                   "activations' device memory (default 0: every layer recomputes; auto: as "
-                   "many as the device memory leaves room for, where the cost model predicts "
-                   "a step at least 3% faster)"),
-    llvm::cl::init("0"), llvm::cl::cat(category));
+                   "activations' device memory (default auto: as many as the device memory "
+                   "leaves room for, where the cost model predicts a step at least 3% faster; "
+                   "0: every layer recomputes)"),
+    llvm::cl::init("auto"), llvm::cl::cat(category));
 
 llvm::cl::opt<int64_t> persistentLayers(
     "persistent-layers",
