@@ -176,38 +176,44 @@ private:
     if (failed(none))
       return failure();
     const int64_t layers = none->layers;
-    FailureOr<ModuleOp> every = train(mode, layers);
-    if (failed(every))
-      return failure();
-    FailureOr<StepEstimate> all = estimateStep(*every, profile, options);
-    if (failed(all))
-      return failure();
-    // The cost model's peak is the schedule's within a few percent: room is kept for that.
-    double room = planBudget * 0.95 - static_cast<double>(none->peakDeviceBytes);
-    double perLayer = static_cast<double>(all->savedBytes) / std::max<int64_t>(layers, 1);
-    int64_t count =
-        perLayer > 0 ? std::clamp<int64_t>(static_cast<int64_t>(room / perLayer), 0, layers) : 0;
-    FailureOr<ModuleOp> saving = every;
-    FailureOr<StepEstimate> step = all;
-    if (count < layers) {
-      (*every)->erase();
-      if (count == 0) {
-        savedChoice = "none: a layer's activations (" +
-                      formatBytes(static_cast<int64_t>(perLayer)) +
-                      ") find no room beside the peak of " + formatBytes(none->peakDeviceBytes);
-        return success();
-      }
-      saving = train(mode, count);
+    // The trained step that saves, erased unless it becomes the plan.
+    ModuleOp candidate;
+    auto dropCandidate = llvm::make_scope_exit([&] {
+      if (candidate)
+        candidate->erase();
+    });
+    auto trainSaving = [&](int64_t count) -> FailureOr<StepEstimate> {
+      if (candidate)
+        candidate->erase();
+      candidate = nullptr;
+      FailureOr<ModuleOp> saving = train(mode, count);
       if (failed(saving))
         return failure();
-      step = estimateStep(*saving, profile, options);
-      if (failed(step))
-        return failure();
+      candidate = *saving;
+      return estimateStep(candidate, profile, options);
+    };
+    FailureOr<StepEstimate> step = trainSaving(layers);
+    if (failed(step))
+      return failure();
+    if (step->savedBytes == 0) {
+      savedChoice = "none: no layer has a product or attention to keep";
+      return success();
     }
+    // The cost model's peak is the schedule's within a few percent: room is kept for that.
+    double room = planBudget * 0.95 - static_cast<double>(none->peakDeviceBytes);
+    double perLayer = static_cast<double>(step->savedBytes) / layers;
+    int64_t count = std::clamp<int64_t>(static_cast<int64_t>(room / perLayer), 0, layers);
+    if (count == 0) {
+      savedChoice = "none: a layer's activations (" + formatBytes(static_cast<int64_t>(perLayer)) +
+                    ") find no room beside the peak of " + formatBytes(none->peakDeviceBytes);
+      return success();
+    }
+    if (count < layers && failed(step = trainSaving(count)))
+      return failure();
     bool chosen = step->peakDeviceBytes <= planBudget * 0.95 &&
                   step->predictedStepSeconds <= none->predictedStepSeconds * kLightenGain;
     // The schedule must fit too: its peak is the cost model's within a few percent.
-    bool scheduleFits = !chosen || fitsScheduled(*saving);
+    bool scheduleFits = !chosen || fitsScheduled(candidate);
     if (failedPipeline)
       return failure();
     char numbers[200];
@@ -219,12 +225,11 @@ private:
                   none->predictedStepSeconds);
     savedChoice = (chosen && scheduleFits ? "" : "none, with ") + std::string(numbers) +
                   (scheduleFits ? "" : ", but its schedule does not fit the budget");
-    if (!chosen || !scheduleFits) {
-      (*saving)->erase();
+    if (!chosen || !scheduleFits)
       return success();
-    }
     trained->erase();
-    trained = *saving;
+    trained = candidate;
+    candidate = nullptr;
     return success();
   }
 

@@ -32,8 +32,8 @@ struct RecomputePass : mt::impl::RecomputePassBase<RecomputePass> {
     }
     if (auto step = getOperation().lookupSymbol<func::FuncOp>("train_step"); step && interval > 1)
       recomputeBlocks(step);
-    // Recomputation was the last reader of each saving template's link to its plain one;
-    // without it, symbol-dce drops a plain template that no layer calls.
+    // Recomputation was the last reader of the mark on each saving template (which links
+    // it to its plain one); without it, symbol-dce drops a plain template no layer calls.
     for (auto function : getOperation().getOps<func::FuncOp>())
       function->removeAttr("mt.saving_of");
   }
@@ -72,19 +72,18 @@ struct RecomputePass : mt::impl::RecomputePassBase<RecomputePass> {
       b.setInsertionPoint(lastBackward);
       Value input = start.getOperand(0);
       for (size_t j = 0; j + 1 < block.size(); ++j) {
-        // A layer that keeps its activations is recomputed by the template that keeps none.
-        func::CallOp again = block[j];
         auto callee =
-            SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(again, again.getCalleeAttr());
-        auto plain = callee ? callee->getAttrOfType<FlatSymbolRefAttr>("mt.saving_of") : nullptr;
-        again = plain ? b.create<func::CallOp>(again.getLoc(), plain,
-                                               TypeRange{again.getResult(0).getType()},
-                                               again.getOperands())
-                      : llvm::cast<func::CallOp>(b.clone(*again));
-        again->setDiscardableAttrs(block[j]->getDiscardableAttrDictionary());
-        again.setOperand(0, input);
-        again->setAttr("mt.recompute", b.getUnitAttr());
-        input = again.getResult(0);
+            SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(block[j], block[j].getCalleeAttr());
+        if (callee && callee->hasAttr("mt.saving_of")) {
+          // A layer that keeps its activations is not recomputed: its output, kept from the
+          // forward, is the next layer's input (one more checkpoint).
+          input = block[j].getResult(0);
+        } else {
+          auto again = llvm::cast<func::CallOp>(b.clone(*block[j]));
+          again.setOperand(0, input);
+          again->setAttr("mt.recompute", b.getUnitAttr());
+          input = again.getResult(0);
+        }
         if (func::CallOp backward = backwardByInput.lookup(block[j + 1].getOperand(0)))
           backward.setOperand(0, input);
       }

@@ -372,8 +372,9 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   for (auto [i, layer] : llvm::enumerate(layers)) {
     savedBytes += layer.savedBytes;
     estimate.savedLayers += layer.savedBytes > 0;
-    // Only every K-th layer's input is kept for the backward.
-    if (i % interval == 0)
+    // Only every K-th layer's input is kept for the backward, and the output of a layer
+    // that keeps its activations (mt-recompute does not run it again).
+    if (i % interval == 0 || (i > 0 && layers[i - 1].savedBytes > 0))
       checkpoints += layer.checkpointBytes;
     maxLayerParams = std::max(maxLayerParams, layer.params);
     maxCheckpoint = std::max(maxCheckpoint, layer.checkpointBytes);
@@ -382,7 +383,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const int64_t L = static_cast<int64_t>(layers.size());
   // Recompute: in a block of K, the forward of all but the last layer runs a second time.
   auto recomputed = [&](size_t i) {
-    return (i % interval) != static_cast<size_t>(interval - 1) && i + 1 < layers.size();
+    return (i % interval) != static_cast<size_t>(interval - 1) && i + 1 < layers.size() &&
+           layers[i].savedBytes == 0;
   };
   // A layer's weights cross for its forward, then again for its recomputation and for its
   // backward, unless they stay on the device: the last `residentLayers` layers'
@@ -606,7 +608,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
                        (options.checkpointsOnDevice ? 0 : micro * layer.checkpointBytes);
         double weights = sim.run("h2d", llvm::formatv("prefetch layer {0} and its checkpoint", n),
                                  bytes / h2d, slotFree());
-        double recompute = interval > 1 ? micro * layer.forward.seconds(profile) : 0;
+        double recompute =
+            interval > 1 && layer.savedBytes == 0 ? micro * layer.forward.seconds(profile) : 0;
         previous = sim.run("compute", llvm::formatv("backward layer {0}", n),
                            micro * layer.backward.seconds(profile) + recompute,
                            std::max(weights, previous));
