@@ -294,8 +294,8 @@ SavingTemplates Differentiator::savingTemplatesOf(func::FuncOp forward) {
   b.setInsertionPointAfter(forward);
   auto saving = llvm::cast<func::FuncOp>(b.clone(*forward));
   saving.setSymName(name);
-  // A recomputation of the layer (mt-recompute) calls the template that keeps nothing.
-  saving->setAttr("mt.saving_of", FlatSymbolRefAttr::get(forward.getSymNameAttr()));
+  // The mark tells mt-recompute not to run the layer again (its output is kept instead).
+  saving->setAttr("mt.saves_activations", b.getUnitAttr());
   for (AttentionOp attention : llvm::to_vector(saving.getOps<AttentionOp>()))
     if (AttentionOp both = withLse(attention); both != attention)
       attention.erase();

@@ -68,8 +68,8 @@ void buildSchedulePassPipeline(OpPassManager &pm, const SchedulePipelineOptions 
   RecomputePassOptions recompute;
   recompute.interval = options.recomputeInterval;
   pm.addPass(createRecomputePass(recompute));
-  // A layer template that no call reads any more (the plain forward of layers that keep
-  // their activations, where no recomputation calls it) goes.
+  // A layer template that no call reads any more (the plain forward of layers that all keep
+  // their activations) goes.
   pm.addPass(createSymbolDCEPass());
   // The copies next: they decide which tensors live on the device and when.
   InsertTransfersPassOptions transfers;

@@ -32,10 +32,6 @@ struct RecomputePass : mt::impl::RecomputePassBase<RecomputePass> {
     }
     if (auto step = getOperation().lookupSymbol<func::FuncOp>("train_step"); step && interval > 1)
       recomputeBlocks(step);
-    // Recomputation was the last reader of the mark on each saving template (which links
-    // it to its plain one); without it, symbol-dce drops a plain template no layer calls.
-    for (auto function : getOperation().getOps<func::FuncOp>())
-      function->removeAttr("mt.saving_of");
   }
 
   /// Recomputes each block of `interval` layers from its first input before its backward.
@@ -74,7 +70,7 @@ struct RecomputePass : mt::impl::RecomputePassBase<RecomputePass> {
       for (size_t j = 0; j + 1 < block.size(); ++j) {
         auto callee =
             SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(block[j], block[j].getCalleeAttr());
-        if (callee && callee->hasAttr("mt.saving_of")) {
+        if (callee && callee->hasAttr("mt.saves_activations")) {
           // A layer that keeps its activations is not recomputed: its output, kept from the
           // forward, is the next layer's input (one more checkpoint).
           input = block[j].getResult(0);
