@@ -1,11 +1,40 @@
-// Device profiles: the H200's measured ceilings and JSON profiles from calibration.
+// Device profiles: the H200's and the H100's measured rates, and JSON profiles from
+// calibration.
 #include "passes/DeviceProfile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
 namespace mt {
 
+namespace {
+
+/// The H100 80GB HBM3 machine the device tool lends, measured in docs/PERFORMANCE.md (session
+/// 41): products at 657-717 TFLOP/s inside training steps (mt-run --profile; calibration's
+/// 8192^3 best of five, 798-803, overstates them), cuDNN's attention at 711-779, calibration's
+/// device copies at 2.89-2.95 TB/s, pinned copies at 49-55 and 55 GB/s (0.81-0.92 of both at
+/// once), mt's AdamW alone at 4.1-5.2 and pulled at 3.7-5.2 G params/s on its host's 16
+/// cores (the medians below); 81.8 GB usable and a host of 135 GB.
+DeviceProfile h100() {
+  DeviceProfile h100;
+  h100.name = "h100";
+  h100.gemmFlopsPerSecond = 690e12;
+  h100.memoryBytesPerSecond = 2.9e12;
+  h100.h2dBytesPerSecond = 54e9;
+  h100.d2hBytesPerSecond = 55.1e9;
+  h100.duplexFactor = 0.86;
+  h100.hostAdamParamsPerSecond = 4.55e9;
+  h100.hostAdamPulledParamsPerSecond = 4.0e9;
+  h100.deviceMemoryBytes = 81.8e9;
+  h100.hostMemoryBytes = 135.1e9;
+  h100.attentionFlopsPerSecond = 720e12;
+  return h100;
+}
+
+} // namespace
+
 mlir::FailureOr<DeviceProfile> builtinProfile(llvm::StringRef name) {
+  if (name == "h100")
+    return h100();
   if (name != "h200")
     return mlir::failure();
   // ../shared/PERF.md, measured on the device machine: 710-796 TFLOP/s bf16 GEMM, 55.4 and
@@ -37,7 +66,7 @@ mlir::FailureOr<DeviceProfile> loadDeviceProfile(llvm::StringRef target, std::st
   if (!target.ends_with(".json")) {
     mlir::FailureOr<DeviceProfile> builtin = builtinProfile(target);
     if (mlir::failed(builtin))
-      error = "unknown --target '" + target.str() + "' (h200, or a profile FILE.json)";
+      error = "unknown --target '" + target.str() + "' (h200, h100, or a profile FILE.json)";
     return builtin;
   }
   auto buffer = llvm::MemoryBuffer::getFile(target);

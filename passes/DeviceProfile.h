@@ -1,5 +1,6 @@
-// The machine a plan is compiled for (plan/DeviceProfile.h): built in for the H200
-// (the workspace's shared PERF.md), or read from the JSON that `mt-run --calibrate` writes.
+// The machine a plan is compiled for (plan/DeviceProfile.h): built in for the H200 (the
+// workspace's shared PERF.md) and the H100 (docs/PERFORMANCE.md), or read from the JSON that
+// `mt-run --calibrate` writes.
 #ifndef MT_PASSES_DEVICEPROFILE_H
 #define MT_PASSES_DEVICEPROFILE_H
 
@@ -12,9 +13,9 @@
 
 namespace mt {
 
-/// The built-in profiles: "h200".
+/// The built-in profiles: "h200" and "h100".
 mlir::FailureOr<DeviceProfile> builtinProfile(llvm::StringRef name);
-/// `--target=h200` or `--target=FILE.json`; errors name the file and the missing field.
+/// `--target=h200`, `h100` or `--target=FILE.json`; errors name the file and the missing field.
 mlir::FailureOr<DeviceProfile> loadDeviceProfile(llvm::StringRef target, std::string &error);
 
 } // namespace mt

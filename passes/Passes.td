@@ -379,7 +379,7 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     Option<"deviceMemory", "device-memory", "int64_t", "0",
            "Bytes of device memory the plan may use (0: the target's)">,
     Option<"target", "target", "std::string", "\"h200\"",
-           "The device profile: h200, or a JSON profile from mt-run --calibrate">,
+           "The device profile: h200, h100, or a JSON profile from mt-run --calibrate">,
     Option<"weightStream", "weight-stream", "std::string", "\"auto\"",
            "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
     Option<"residentLayers", "resident-layers", "int64_t", "0",

@@ -238,12 +238,12 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --saved-layers $layers \
       --persistent-layers $layers --gradient-ring=device -o "$out/perf-$name-8kps.mtp"
     # At 32 sequences (four layer-major micro-batches) a saving layer keeps four micro-batches'
-    # activations: as many layers save as an H100's memory leaves room for (mtc's auto within
-    # 76 GiB, so that the row runs on either card).
+    # activations: as many layers save as an H100's memory leaves room for (mtc's auto for
+    # the built-in H100 profile, so that the row runs on either card).
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --micro-batches 4 \
-      --accumulation layer-major --saved-layers auto --device-memory 76GiB --summary | grep '^saved'
+      --accumulation layer-major --saved-layers auto --target h100 --summary | grep '^saved'
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --micro-batches 4 \
-      --accumulation layer-major --saved-layers auto --device-memory 76GiB \
+      --accumulation layer-major --saved-layers auto --target h100 \
       -o "$out/perf-$name-32s.mtp"
     rm "$out/perf-$name.onnx"
   done

@@ -52,7 +52,8 @@ llvm::cl::opt<bool> segmentLayers("segment-layers",
 
 llvm::cl::opt<std::string>
     target("target",
-           llvm::cl::desc("Device profile: h200, or a JSON profile from mt-run --calibrate"),
+           llvm::cl::desc("Device profile: h200, h100 (an 80 GB H100), or a JSON profile from "
+                          "mt-run --calibrate"),
            llvm::cl::init("h200"), llvm::cl::cat(category));
 llvm::cl::opt<int64_t> microBatches("micro-batches",
                                     llvm::cl::desc("Micro-batches accumulated per step"),
