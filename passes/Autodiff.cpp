@@ -662,19 +662,21 @@ struct AutodiffPass : mt::impl::AutodiffPassBase<AutodiffPass> {
 
     // Reverse sweep over everything before the return (the loss included).
     // The last `savedLayers` layers keep their activations (layer calls carry their index).
-    int64_t layers = 0;
-    forward.walk([&](func::CallOp call) {
-      if (auto layer = call->getAttrOfType<IntegerAttr>("mt.layer"))
-        layers = std::max(layers, layer.getInt() + 1);
-    });
     if (savedLayers < 0) {
       module.emitError("mt-autodiff: saved-layers must be at least 0, got ")
           << savedLayers.getValue();
       return signalPassFailure();
     }
-    Differentiator differentiator(b, module,
-                                  savedLayers > 0 ? std::max<int64_t>(layers - savedLayers, 0)
-                                                  : std::numeric_limits<int64_t>::max());
+    int64_t firstSavingLayer = std::numeric_limits<int64_t>::max();
+    if (savedLayers > 0) {
+      int64_t layers = 0;
+      forward.walk([&](func::CallOp call) {
+        if (auto layer = call->getAttrOfType<IntegerAttr>("mt.layer"))
+          layers = std::max(layers, layer.getInt() + 1);
+      });
+      firstSavingLayer = std::max<int64_t>(layers - savedLayers, 0);
+    }
+    Differentiator differentiator(b, module, firstSavingLayer);
     Location loc = ret.getLoc();
     auto lossType = llvm::cast<RankedTensorType>(loss->getType());
     differentiator.seed(*loss, b.create<ConstantOp>(
