@@ -265,7 +265,7 @@ void updateElements(const AdamWStep &k, float *param, float *m, float *v, const 
 
 /// One chunk's update: the chunk's gradient squares go to `lanes` as squaresScalar puts them.
 void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const float *grad,
-                  uint16_t *bf16, int64_t begin, int64_t end, double *lanes, bool) {
+                  uint16_t *bf16, int64_t begin, int64_t end, double *lanes) {
   updateElements(k, param, m, v, grad, bf16, begin, end, lanes, begin);
 }
 
@@ -273,8 +273,7 @@ void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const fl
 // their results are bit-identical to it; they square the gradient as it is loaded.
 __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *param, float *m,
                                                      float *v, const float *grad, uint16_t *bf16,
-                                                     int64_t begin, int64_t end, double *lanes,
-                                                     bool cachedCopy) {
+                                                     int64_t begin, int64_t end, double *lanes) {
   const __m512 gradScale = _mm512_set1_ps(k.gradScale), decay = _mm512_set1_ps(k.decay),
                center = _mm512_set1_ps(k.center), beta1 = _mm512_set1_ps(k.beta1),
                oneMinusBeta1 = _mm512_set1_ps(k.oneMinusBeta1), beta2 = _mm512_set1_ps(k.beta2),
@@ -285,9 +284,8 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
   __m512d firstLanes = _mm512_loadu_pd(lanes), lastLanes = _mm512_loadu_pd(lanes + 8);
   // The bf16 copy is read next by the device's DMA, never by this CPU: streaming stores write
   // it without first reading each line into cache (2 bytes a parameter of traffic saved)
-  // and leave the cache to the arrays the update reads. They need 16-byte alignment. A
-  // cached copy is read by the DMA at once, from the cache.
-  const bool stream = bf16 && !cachedCopy && reinterpret_cast<uintptr_t>(bf16 + begin) % 16 == 0;
+  // and leave the cache to the arrays the update reads. They need 16-byte alignment.
+  const bool stream = bf16 && reinterpret_cast<uintptr_t>(bf16 + begin) % 16 == 0;
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
     __m512 raw = _mm512_loadu_ps(grad + i);
@@ -333,7 +331,7 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
 
 __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param, float *m,
                                                 float *v, const float *grad, uint16_t *bf16,
-                                                int64_t begin, int64_t end, double *lanes, bool) {
+                                                int64_t begin, int64_t end, double *lanes) {
   const __m256 gradScale = _mm256_set1_ps(k.gradScale), decay = _mm256_set1_ps(k.decay),
                center = _mm256_set1_ps(k.center), beta1 = _mm256_set1_ps(k.beta1),
                oneMinusBeta1 = _mm256_set1_ps(k.oneMinusBeta1), beta2 = _mm256_set1_ps(k.beta2),
@@ -371,7 +369,7 @@ __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param
 }
 
 using UpdateRange = void (*)(const AdamWStep &, float *, float *, float *, const float *,
-                             uint16_t *, int64_t, int64_t, double *, bool);
+                             uint16_t *, int64_t, int64_t, double *);
 
 UpdateRange vectorUpdate() {
   return forVectorUnit<UpdateRange>(updateScalar, updateAvx2, updateAvx512);
@@ -388,12 +386,12 @@ void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int6
                        uint16_t *bf16, float decayCenter) {
   double lanes[kSquareLanes] = {};
   updateScalar(AdamWStep(config, lr, weightDecay, step, 1.0f, decayCenter), param, m, v, grad, bf16,
-               0, count, lanes, false);
+               0, count, lanes);
 }
 
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
                    double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16,
-                   float gradScale, float decayCenter, bool guarded, bool cachedCopy) {
+                   float gradScale, float decayCenter, bool guarded) {
   AdamWStep constants(config, lr, weightDecay, step, gradScale, decayCenter);
   UpdateRange update = vectorUpdate();
   SquaresRange squares = vectorSquares();
@@ -409,14 +407,14 @@ double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t 
       double measured = chunkSquares(squares, grad, begin, end);
       if (!std::isfinite(measured)) {
         partial[c] = measured;
-        // The copy may be a slot of another piece's: it gets the weights kept.
+        // The copy holds the weights kept, whatever it held before.
         for (int64_t i = begin; bf16 && i < end; ++i)
           bf16[i] = toBfloat16(param[i]);
         return;
       }
     }
     double lanes[kSquareLanes] = {};
-    update(constants, param, m, v, grad, bf16, begin, end, lanes, cachedCopy);
+    update(constants, param, m, v, grad, bf16, begin, end, lanes);
     partial[c] = combineLanes(lanes);
   });
   return sumInOrder(partial);

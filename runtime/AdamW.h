@@ -60,13 +60,12 @@ const char *adamwVectorUnit();
 /// source_offset) decays as `weight` decays toward 0. `guarded`: each chunk of 64Ki elements
 /// whose gradient holds a value that is not finite keeps its weights and moments (the
 /// returned squares are then not finite), and its bf16 copy is of those weights: no such
-/// value reaches the state. The bf16 copy bypasses the cache (streaming stores: the DMA
-/// reads it much later) unless `cachedCopy`, for a copy the DMA reads at once from a slot
-/// that stays in the CPU's cache.
+/// value reaches the state. The bf16 copy bypasses the cache (streaming stores: only the
+/// device's DMA reads it).
 double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
                    double weightDecay, const plan::AdamW &config, int64_t step,
                    uint16_t *bf16 = nullptr, float gradScale = 1.0f, float decayCenter = 0.0f,
-                   bool guarded = false, bool cachedCopy = false);
+                   bool guarded = false);
 
 /// The scalar reference of adamwUpdate, one thread, for tests of the vector paths.
 void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,

@@ -221,7 +221,7 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --gradient-ring=device \
       -o "$out/perf-$name-8p.mtp"
     # Every weight persistent on the device across steps (each update's bf16 copy sent to
-    # it through slots in the CPU's cache), gradients landed and pulled.
+    # it a piece at a time as the update writes it), gradients landed and pulled.
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
       --summary | grep -E '^(device|per step)'
     for ring in host device; do

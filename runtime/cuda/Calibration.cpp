@@ -1,5 +1,5 @@
-// Calibration of the CUDA machine: each rate is the best of a few timed runs, measured with
-// CUDA events on named, non-default streams.
+// Calibration of the CUDA machine, timed with CUDA events on named, non-default streams: each
+// rate the best of a few runs, but the products', which are timed sustained.
 #include "runtime/cuda/Calibration.h"
 
 #include "plan/DeviceLayout.h"
@@ -10,6 +10,7 @@
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/GradientPuller.h"
+#include "runtime/cuda/WeightSender.h"
 
 #include <algorithm>
 #include <chrono>
@@ -45,6 +46,52 @@ double fastest(int runs, cudaStream_t stream, const std::function<void()> &work)
   return best / 1e3;
 }
 
+/// FLOPs a second of a transformer layer's products as a training step runs them, kept up
+/// for over a second: a burst of one large square product runs at clocks a step does not
+/// keep (an H100: 800 TFLOP/s in a burst, 657-720 within steps). The layer (hidden 4096,
+/// feed-forward 14336, 16384 tokens, weights [out, in] as PyTorch keeps them): each
+/// projection forward twice (the recompute), then its input's gradient (bf16) and its
+/// weight's (fp32). `inputs` and `outputs`: device memory of at least 1 GiB each, `inputs`
+/// holding random bf16 values.
+double sustainedProductRate(CublasLt &blas, const void *inputs, void *outputs,
+                            cudaStream_t stream) {
+  const int64_t tokens = 16384, hidden = 4096, ffn = 14336;
+  // Each projection: [tokens, in] x [out, in]^T -> [tokens, out].
+  const int64_t projections[][2] = {
+      {hidden, 3 * hidden}, {hidden, hidden}, {hidden, 2 * ffn}, {ffn, hidden}};
+  double flops = 0;
+  auto layer = [&] {
+    for (const auto &[in, out] : projections) {
+      MatmulShape forward{tokens, out, in, false, true, 1, 0, 0, 0, CUDA_R_16BF};
+      MatmulShape inputGradient{tokens, in, out, false, false, 1, 0, 0, 0, CUDA_R_16BF};
+      MatmulShape weightGradient{out, in, tokens, true, false, 1, 0, 0, 0, CUDA_R_32F};
+      for (int pass = 0; pass < 2; ++pass)
+        blas.matmul(forward, inputs, inputs, outputs, false, stream);
+      blas.matmul(inputGradient, inputs, inputs, outputs, false, stream);
+      blas.matmul(weightGradient, inputs, inputs, outputs, false, stream);
+      flops += 4 * 2.0 * tokens * in * out;
+    }
+  };
+  // About half a second at these clocks' rates first, so that the timed layers run at the
+  // clocks the GPU keeps under load.
+  for (int i = 0; i < 12; ++i)
+    layer();
+  flops = 0;
+  cudaEvent_t start, stop;
+  MT_CUDA_CHECK(cudaEventCreate(&start));
+  MT_CUDA_CHECK(cudaEventCreate(&stop));
+  MT_CUDA_CHECK(cudaEventRecord(start, stream));
+  for (int i = 0; i < 24; ++i)
+    layer();
+  MT_CUDA_CHECK(cudaEventRecord(stop, stream));
+  MT_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms;
+  MT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  MT_CUDA_CHECK(cudaEventDestroy(start));
+  MT_CUDA_CHECK(cudaEventDestroy(stop));
+  return flops / (ms / 1e3);
+}
+
 } // namespace
 
 bool deviceAvailable() {
@@ -74,8 +121,8 @@ std::string calibrateDevice(const std::string &path) {
   MT_CUDA_CHECK(cudaMemcpy(b, host.data(), elements * 2, cudaMemcpyHostToDevice));
   CublasLt blas;
   MatmulShape shape{size, size, size, false, true, 1, 0, 0, 0, CUDA_R_16BF};
-  double gemm = 2.0 * size * size * size /
-                fastest(5, compute, [&] { blas.matmul(shape, a, b, c, false, compute); });
+  double burst = 2.0 * size * size * size /
+                 fastest(5, compute, [&] { blas.matmul(shape, a, b, c, false, compute); });
   double memory =
       2.0 * elements * 2 / fastest(5, compute, [&] {
         MT_CUDA_CHECK(cudaMemcpyAsync(c, a, elements * 2, cudaMemcpyDeviceToDevice, compute));
@@ -89,6 +136,11 @@ std::string calibrateDevice(const std::string &path) {
   std::memset(pinnedIn, 1, bytes);
   MT_CUDA_CHECK(cudaMalloc(&deviceIn, bytes));
   MT_CUDA_CHECK(cudaMalloc(&deviceOut, bytes));
+  // The profile's product rate: a layer's products, sustained, on random operands.
+  for (int64_t at = 0; at + elements * 2 <= static_cast<int64_t>(bytes); at += elements * 2)
+    MT_CUDA_CHECK(cudaMemcpy(static_cast<char *>(deviceIn) + at, host.data(), elements * 2,
+                             cudaMemcpyHostToDevice));
+  double gemm = sustainedProductRate(blas, deviceIn, deviceOut, compute);
   auto toDevice = [&] {
     MT_CUDA_CHECK(cudaMemcpyAsync(deviceIn, pinnedIn, bytes, cudaMemcpyHostToDevice, h2d));
   };
@@ -123,15 +175,16 @@ std::string calibrateDevice(const std::string &path) {
   std::vector<float> param(params, 1.0f), m(params), v(params), grad(params, 0.01f);
   std::vector<uint16_t> copy(params);
   // The fastest of three steps' updates (steps `first` on), each reading the gradient
-  // through `read`, in parameters a second.
+  // through `read` and writing its bf16 copy into `copies`, in parameters a second.
   using Update = std::function<void(const float *grad, int64_t first, int64_t count)>;
-  auto adamRate = [&](int first, const std::function<void(const Update &)> &read) {
+  auto adamRate = [&](int first, uint16_t *copies,
+                      const std::function<void(const Update &)> &read) {
     double rate = 0;
     for (int run = first; run < first + 3; ++run) {
       auto start = std::chrono::steady_clock::now();
       read([&](const float *grad, int64_t from, int64_t count) {
         adamwUpdate(param.data() + from, m.data() + from, v.data() + from, grad, count, 1e-3, 0.1,
-                    adamw, run, copy.data() + from);
+                    adamw, run, copies + from);
       });
       rate = std::max(
           rate,
@@ -139,7 +192,8 @@ std::string calibrateDevice(const std::string &path) {
     }
     return rate;
   };
-  double adam = adamRate(1, [&](const Update &update) { update(grad.data(), 0, params); });
+  double adam =
+      adamRate(1, copy.data(), [&](const Update &update) { update(grad.data(), 0, params); });
   // Again with the gradient pulled from device memory through the runtime's slots, each
   // chunk just before its update (the plan's pull_gradients): the rate tells how much of the
   // gradient the host's I/O writes leave in the CPU's cache (pulledGradientCacheShare). One
@@ -149,8 +203,24 @@ std::string calibrateDevice(const std::string &path) {
   double pulledAdam = 0;
   {
     GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk); // before they go
-    pulledAdam = adamRate(4, [&](const Update &update) {
+    pulledAdam = adamRate(4, copy.data(), [&](const Update &update) {
       puller.pull(static_cast<const float *>(deviceIn), params, update);
+    });
+  }
+  // Again with each piece's bf16 copy, written into pinned memory, sent to device memory as
+  // the next is written (persistent weights), until the last has crossed: the cost model's
+  // rate alone for those updates, the crossings' reads of host memory included.
+  double sentAdam = 0;
+  {
+    WeightSender sender;
+    const std::vector<uint16_t *> targets{static_cast<uint16_t *>(deviceOut)};
+    auto *copies = static_cast<uint16_t *>(pinnedIn);
+    Event crossed = Event::forOrdering();
+    sentAdam = adamRate(7, copies, [&](const Update &update) {
+      sender.send(targets, copies, 0, params,
+                  [&](int64_t at, int64_t count) { update(grad.data() + at, at, count); });
+      sender.mark(crossed);
+      MT_CUDA_CHECK(cudaEventSynchronize(crossed));
     });
   }
   size_t freeBytes, totalBytes;
@@ -175,13 +245,15 @@ std::string calibrateDevice(const std::string &path) {
                         static_cast<double>(freeBytes),
                         static_cast<double>(physicalHostBytes())};
   profile.hostAdamPulledParamsPerSecond = pulledAdam;
+  profile.hostAdamSentParamsPerSecond = sentAdam;
   std::ofstream file(path);
   file << deviceProfileJson(profile);
   if (!file)
     throw CudaError("cannot write " + path);
   std::ostringstream table;
   table << properties.name << ", measured\n"
-        << "  bf16 GEMM 8192^3 (random data)  " << gemm / 1e12 << " TFLOP/s\n"
+        << "  bf16 GEMM 8192^3 (random data)  " << burst / 1e12 << " TFLOP/s, best of 5\n"
+        << "  a layer's products, sustained   " << gemm / 1e12 << " TFLOP/s (the profile's)\n"
         << "  device memory copy              " << memory / 1e9 << " GB/s\n"
         << "  pinned host->device             " << in / 1e9 << " GB/s\n"
         << "  pinned device->host             " << out / 1e9 << " GB/s\n"
@@ -191,6 +263,8 @@ std::string calibrateDevice(const std::string &path) {
         << "  the same, gradients pulled      " << pulledAdam / 1e9
         << " G params/s (of a pulled gradient, " << 100 * pulledGradientCacheShare(profile)
         << "% read from the CPU's cache)\n"
+        << "  the same, copies sent           " << sentAdam / 1e9
+        << " G params/s (persistent weights' updates)\n"
         << "  free device memory              " << freeBytes / double(1 << 30) << " GiB\n"
         << "profile written to " << path << "\n";
   return table.str();

@@ -111,11 +111,10 @@ public:
     executor->pullGradient(p, count, visit);
   }
   void updateParameter(int p, int64_t count, const float *gradient,
-                       const UpdateVisitor &update) override {
+                       const GradientVisitor &update) override {
     executor->updateParameter(p, count, gradient, update);
   }
   bool pullsGradient(int p) const override { return executor->gradientOnDevice(p); }
-  bool sendsUpdate(int p) const override { return executor->persistentWeight(p); }
 
   bool overlapsUpdates() const override { return true; }
   void onGradient(std::function<void(int p)> listener) override {

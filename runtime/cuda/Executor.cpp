@@ -421,19 +421,6 @@ void Executor::placeOffloads(Layout &layout) {
     }
     constantGradients.push_back(p);
   }
-  // The slots persistent weights' updates cross through, each a pull's chunk of bf16 values,
-  // or the largest such weight's where it is smaller.
-  int64_t largestPersistent = 0;
-  for (const plan::Command &command : stepProgram.commands())
-    if (isPersistent(command))
-      for (int id : command.results())
-        largestPersistent = std::max(largestPersistent, step->values[id].size());
-  if (largestPersistent > 0) {
-    sendSlotElements = std::min(kPullChunk, largestPersistent);
-    sendSlotsAt = alignToDevice(hostBytes);
-    hostBytes =
-        sendSlotsAt + kSendSlots * sendSlotElements * static_cast<int64_t>(sizeof(uint16_t));
-  }
   layout.hostPoolBytes = pageAlign(std::max<int64_t>(hostBytes, 1));
   // Refused before it is taken: the kernel would grant it and kill the run as it pins.
   if (int64_t available = availableHostBytes();
@@ -540,9 +527,6 @@ void Executor::start(const Layout &layout) {
   if (deviceRing)
     puller = std::make_unique<GradientPuller>(
         reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements);
-  if (sendSlotElements > 0)
-    sender = std::make_unique<WeightSender>(
-        reinterpret_cast<uint16_t *>(hostPool.get() + sendSlotsAt), sendSlotElements);
   for (int e = 0; e < plan.events(); ++e)
     events.push_back(Event::forOrdering());
   clock.begin = Event::forTiming();
@@ -559,18 +543,7 @@ void Executor::start(const Layout &layout) {
 
 // The members free the device's memory, streams and events, and unpin the host's, once the
 // device has finished with them.
-Executor::~Executor() {
-  cudaDeviceSynchronize();
-  // The host's bf16 copies of persistent weights are current again, for whatever reads the
-  // state next (another executor fills its persistent weights from them).
-  try {
-    if (persistentUpdated)
-      for (int p = 0; p < static_cast<int>(persistentTargets.size()); ++p)
-        if (!persistentTargets[p].empty())
-          state.refreshStreamCopy(p);
-  } catch (...) { // the process is going: nothing is left to read the copies
-  }
-}
+Executor::~Executor() { cudaDeviceSynchronize(); }
 
 void Executor::drain() {
   for (int s = 0; s < 3; ++s)
@@ -718,6 +691,8 @@ void Executor::bindPersistent() {
                       " is also prefetched for each step; recompile with this mtc");
     persistentSent.resize(plan.parameters_size());
     persistentSent[p] = Event::forOrdering();
+    if (!sender)
+      sender = std::make_unique<WeightSender>();
   }
   // No other tensor of the step, nor a call's workspace, may take a persistent weight's bytes
   // at any point of it: the plan's liveness keeps them for the whole step.
@@ -745,17 +720,14 @@ void Executor::bindPersistent() {
 }
 
 void Executor::updateParameter(int p, int64_t count, const float *gradient,
-                               const UpdateVisitor &update) {
+                               const GradientVisitor &update) {
   const std::vector<uint16_t *> *targets = persistentWeight(p) ? &persistentTargets[p] : nullptr;
-  // From its first piece on, the host's bf16 copy of p is behind its master.
-  if (targets)
-    persistentUpdated = true;
+  // A persistent weight's pieces cross from the state's bf16 copy as the update writes them.
   auto piece = [&](const float *chunk, int64_t first, int64_t n) {
     if (!targets)
-      return update(chunk, first, n, nullptr);
-    sender->send(*targets, first, n, [&](int64_t at, int64_t m, uint16_t *slot) {
-      update(chunk + (at - first), at, m, slot);
-    });
+      return update(chunk, first, n);
+    sender->send(*targets, state.parameters.at(p).streamCopy, first, n,
+                 [&](int64_t at, int64_t m) { update(chunk + (at - first), at, m); });
   };
   if (gradient)
     piece(gradient, 0, count);

@@ -142,12 +142,10 @@ public:
   void pullGradient(int p, int64_t count, const GradientVisitor &visit);
   /// Parameter p's update as the trainer's StepBackend::updateParameter: `update` gets each
   /// piece of the gradient (`gradient`, in host memory, or null: pulled or landed as
-  /// pullGradient hands it over) and, for a weight the plan keeps on the device across steps
-  /// (a persistent prefetch), a pinned slot for the piece's bf16 copy, which then crosses to
-  /// the device: the next step's readers wait for it. From one thread at a time.
-  using UpdateVisitor =
-      std::function<void(const float *gradient, int64_t first, int64_t count, uint16_t *copy)>;
-  void updateParameter(int p, int64_t count, const float *gradient, const UpdateVisitor &update);
+  /// pullGradient hands it over). For a weight the plan keeps on the device across steps (a
+  /// persistent prefetch), each piece's bf16 copy then crosses to the device from the host
+  /// state's: the next step's readers wait for it. From one thread at a time.
+  void updateParameter(int p, int64_t count, const float *gradient, const GradientVisitor &update);
   /// Whether the plan keeps parameter p's weights on the device across steps.
   bool persistentWeight(int p) const {
     return !persistentTargets.empty() && !persistentTargets.at(p).empty();
@@ -303,15 +301,12 @@ private:
   std::function<void(int)> gradientListener;
   std::function<void(int)> parameterAwait;
   /// Persistent weights: per parameter its device copies (empty: none), the event its last
-  /// update's copy has crossed by, and the sender of those copies through slots in hostPool
-  /// (at sendSlotsAt). The step's first run fills them from the host's bf16 copies, which the
-  /// updates then leave behind (refreshed when the executor goes).
+  /// update's copy has crossed by, and the sender of those copies. The step's first run fills
+  /// them from the host's bf16 copies, which the updates keep current.
   std::vector<std::vector<uint16_t *>> persistentTargets;
   std::vector<Event> persistentSent;
   std::unique_ptr<WeightSender> sender;
-  int64_t sendSlotsAt = 0, sendSlotElements = 0;
   bool persistentFilled = false;
-  std::atomic<bool> persistentUpdated{false};
   std::vector<int> constantGradients; // parameters whose gradient is a constant zero
   std::vector<int> gradientParameter; // per step value: the parameter it is the gradient of, or -1
   DeviceMemory deviceMemory;

@@ -1,5 +1,5 @@
-// Persistent weights: each update's bf16 copy crosses to the weight's device memory a piece at
-// a time, through a few pinned slots small enough to stay in the CPU's cache.
+// Persistent weights: each update's bf16 copy, written into the host state's pinned copy, crosses
+// to the weight's device memory a piece at a time while the update writes the next piece.
 #ifndef MT_RUNTIME_CUDA_WEIGHTSENDER_H
 #define MT_RUNTIME_CUDA_WEIGHTSENDER_H
 
@@ -13,34 +13,30 @@
 
 namespace mt::cuda {
 
-/// Slots a sender cycles through: one is written while those before it cross.
-constexpr int kSendSlots = 3;
-
 class WeightSender {
 public:
-  /// `slots`: pinned host memory of kSendSlots slots of `slotElements` bf16 values each, the
-  /// caller's, kept while the sender is.
-  WeightSender(uint16_t *slots, int64_t slotElements);
+  /// Elements a piece: large enough that a copy's issue costs nothing beside its update (about
+  /// a millisecond of AdamW), small enough that the last piece's crossing adds little.
+  static constexpr int64_t kPiece = int64_t(1) << 22;
 
-  /// Elements [first, first + count) of a weight: `fill` writes each piece's bf16 values into
-  /// a slot (`first`, `count` of the piece), which then crosses on the sender's own stream to
-  /// that place of each of `targets` (the device copies of the whole weight). A slot is
-  /// written again once its last piece has crossed. One send at a time.
-  using Fill = std::function<void(int64_t first, int64_t count, uint16_t *slot)>;
-  void send(const std::vector<uint16_t *> &targets, int64_t first, int64_t count, const Fill &fill);
+  /// Elements [first, first + count) of a weight's update: `write` updates each piece
+  /// (`first`, `count` of the piece), its bf16 copy included, into `copy` (pinned host memory
+  /// indexed as the weight); the piece then crosses on the sender's own stream to the same
+  /// place of each of `targets` (the device copies of the whole weight). Nothing waits for a
+  /// crossing: the copy is the state's own, which nothing writes again before the next
+  /// step's update of it, which the device's readers of the weight come before. One send at
+  /// a time.
+  using Write = std::function<void(int64_t first, int64_t count)>;
+  void send(const std::vector<uint16_t *> &targets, const uint16_t *copy, int64_t first,
+            int64_t count, const Write &write);
   /// Records `done` once everything sent so far has crossed.
   void mark(cudaEvent_t done);
 
-  int64_t slotCapacity() const { return slotElements; }
   /// The bytes sent so far (each target's).
   int64_t bytesSent() const { return sentBytes.load(); }
 
 private:
-  uint16_t *slots;
-  int64_t slotElements;
   Stream stream = Stream::create();
-  std::vector<Event> crossed; // per slot: its last piece has crossed
-  int64_t next = 0;           // the slot the next piece takes
   std::mutex sending;
   std::atomic<int64_t> sentBytes{0};
 };

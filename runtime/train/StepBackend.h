@@ -83,24 +83,17 @@ public:
     visit(gradient(p), 0, count);
   }
   /// p's update, handed to `update` a piece at a time: each piece's gradient in host memory
-  /// (from `gradient`, where the trainer holds it, else as readGradient hands it over),
-  /// where its elements begin, how many, and where the piece's bf16 copy of the updated
-  /// weights goes: null for the state's own copies, or a slot the backend then sends on (a
-  /// weight a plan keeps on the device across steps).
-  using UpdateVisitor =
-      std::function<void(const float *gradient, int64_t first, int64_t count, uint16_t *copy)>;
+  /// (from `gradient`, where the trainer holds it, else as readGradient hands it over), where
+  /// its elements begin and how many. The update writes the state's bf16 copy of each piece,
+  /// which the backend may send on as it goes (a weight a plan keeps on the device across
+  /// steps).
   virtual void updateParameter(int p, int64_t count, const float *gradient,
-                               const UpdateVisitor &update) {
+                               const GradientVisitor &update) {
     if (gradient)
-      update(gradient, 0, count, nullptr);
+      update(gradient, 0, count);
     else
-      readGradient(p, count, [&](const float *piece, int64_t first, int64_t pieceCount) {
-        update(piece, first, pieceCount, nullptr);
-      });
+      readGradient(p, count, update);
   }
-  /// Whether updateParameter hands p's update a slot for its bf16 copy, which the backend
-  /// sends on (a weight kept on the device across steps), instead of the state's own copy.
-  virtual bool sendsUpdate(int) const { return false; }
   /// Whether readGradient pulls p's gradient from the device just before its update (where
   /// the host's I/O writes land in the CPU's cache, AdamW reads it from there).
   virtual bool pullsGradient(int) const { return false; }

@@ -81,22 +81,19 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   optimizer.update = [&](int p, int64_t step, float clip) {
     const ParameterState &parameter = state.parameters[p];
     double squares = 0;
-    auto update = [&](const float *grad, int64_t first, int64_t count, uint16_t *copy) {
-      squares += adamwUpdate(parameter.master + first, parameter.firstMoment + first,
-                             parameter.secondMoment + first, grad, count, lrAt(step),
-                             decays[p].rate, adamw, step,
-                             copy                   ? copy
-                             : parameter.streamCopy ? parameter.streamCopy + first
-                                                    : nullptr,
-                             clip, decays[p].center,
-                             // A measured step's updating run is not the measured one (cuDNN's
-                             // atomic dq differs in its last bits): what is not finite stays out.
-                             /*guarded=*/gated || measuringPass, /*cachedCopy=*/copy != nullptr);
+    auto update = [&](const float *grad, int64_t first, int64_t count) {
+      squares += adamwUpdate(
+          parameter.master + first, parameter.firstMoment + first, parameter.secondMoment + first,
+          grad, count, lrAt(step), decays[p].rate, adamw, step,
+          parameter.streamCopy ? parameter.streamCopy + first : nullptr, clip, decays[p].center,
+          // A measured step's updating run is not the measured one (cuDNN's
+          // atomic dq differs in its last bits): what is not finite stays out.
+          /*guarded=*/gated || measuringPass);
     };
     if (backend)
       backend->updateParameter(p, counts[p], overlapped ? nullptr : gradients[p], update);
     else
-      update(gradients[p], 0, counts[p], nullptr);
+      update(gradients[p], 0, counts[p]);
     return squares;
   };
   optimizer.measure = [&](int p) {
@@ -121,10 +118,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     // A pulled gradient counted as read from the cache it is pulled into just before.
     bool pulled = overlapped && backend->pullsGradient(static_cast<int>(p));
     updatesPulled = updatesPulled || pulled;
-    // A persistent weight's bf16 copy goes to a slot in the cache, not to host memory.
-    bool copied =
-        parameter.streamCopy != nullptr && !(backend && backend->sendsUpdate(static_cast<int>(p)));
-    updateBytes += adamwBytes(static_cast<double>(parameter.count), copied, pulled ? 1.0 : 0.0);
+    updateBytes += adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr,
+                              pulled ? 1.0 : 0.0);
     updatedParameters += static_cast<double>(parameter.count);
   }
   // --trace: the updates that run from the last step's start on, beside its streams (the

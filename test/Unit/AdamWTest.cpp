@@ -132,12 +132,11 @@ int main() {
     grad[(1 << 16) + 5] = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> guarded = param, m1(size, 0.5f), v1(size, 0.25f);
     std::vector<float> plain = param, m2(size, 0.5f), v2(size, 0.25f);
-    // The bf16 copy goes to a slot holding another piece's values (a persistent weight's,
-    // cached): every element of it, the kept chunk's too, becomes the weights' copy.
+    // The bf16 copy starts out holding other values: every element of it, the kept chunk's
+    // too, becomes the weights' copy.
     std::vector<uint16_t> slot(size, 0x7fc1);
-    double squares =
-        mt::adamwUpdate(guarded.data(), m1.data(), v1.data(), grad.data(), size, 1e-3, 0.1, config,
-                        2, slot.data(), 1.0f, 0.0f, /*guarded=*/true, /*cachedCopy=*/true);
+    double squares = mt::adamwUpdate(guarded.data(), m1.data(), v1.data(), grad.data(), size, 1e-3,
+                                     0.1, config, 2, slot.data(), 1.0f, 0.0f, /*guarded=*/true);
     mt::adamwUpdate(plain.data(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1, config, 2);
     bool kept = true, updated = true, copied = true;
     for (int64_t i = 0; i < size; ++i) {

@@ -122,7 +122,7 @@ llvm::cl::opt<int64_t> persistentLayers(
     "persistent-layers",
     llvm::cl::desc("The last N layers keep their weights on the device across steps (N at "
                    "least the layer count: every parameter's): each update's bf16 copy goes "
-                   "to the device through pinned slots in the CPU's cache, and the weights "
+                   "to the device a piece at a time as the update writes it, and the weights "
                    "cross in no step, for their bytes of device memory (default 0)"),
     llvm::cl::init(0), llvm::cl::cat(category));
 
