@@ -493,22 +493,14 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const double params = static_cast<double>(estimate.params);
   const double gradientBytes = weightPasses * params * 4;
   // A persistent weight's update writes its bf16 copy into host memory as any update does,
-  // and the copy crosses once a step. Where the profile measures AdamW sending its copies,
-  // that rate (below) pays for the crossings' reads of host memory, not the step's copies.
-  const double sentBytes =
-      profile.hostAdamSentParamsPerSecond > 0 ? static_cast<double>(persistentParams) * stream : 0;
+  // and the copy crosses once a step, a copy's bytes like the others'.
   const double stepBytes =
       adamwBytes(params, hostCopies, cached) +
       static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
-      cached * gradientBytes - sentBytes;
+      cached * gradientBytes;
   const double adamwSeconds =
       (ringed ? stepBytes / adamwBytes(params, hostCopies) : 1.0) / profile.hostAdamParamsPerSecond;
-  // A persistent weight's update sends its copy a piece at a time as it writes it: alone, it
-  // runs at the profile's sent rate where that is measured.
-  const double sentSlowdown =
-      profile.hostAdamSentParamsPerSecond > 0
-          ? profile.hostAdamParamsPerSecond / profile.hostAdamSentParamsPerSecond
-          : 1.0;
+
   double edgeSeconds = micro * edge.seconds(profile);
   const int64_t epilogueParams = edgeParams - prologueParams;
   // Update ids within a step: layer n is n, the epilogue L, the prologue L + 1; step s's are
@@ -526,10 +518,6 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     return item == kEpilogue   ? epilogueParams
            : item == kPrologue ? prologueParams
                                : layers[item].params;
-  };
-  auto updateSecondsOf = [&](int64_t item) {
-    bool persistent = item == kEpilogue || item == kPrologue ? edgesPersist : persists(item);
-    return static_cast<double>(paramsOf(item)) * adamwSeconds * (persistent ? sentSlowdown : 1.0);
   };
   // Its place in the order the next forward reads the parameters.
   auto needOf = [&](int64_t item) {
@@ -609,7 +597,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
             sim.run("d2h", llvm::formatv("offload {0} gradients", what),
                     pulled ? 2 * bytes / profile.memoryBytesPerSecond : bytes / d2h, previous);
         worker.land(s * stride + item, needOf(item), grads,
-                    updateSecondsOf(item) + pullWaitOf(item), llvm::formatv("AdamW {0}", what));
+                    paramsOf(item) * adamwSeconds + pullWaitOf(item),
+                    llvm::formatv("AdamW {0}", what));
         ++k;
       };
       if (epilogueParams > 0)

@@ -30,7 +30,6 @@ constexpr Field kOptionalFields[] = {
     {"host_memory_bytes", &DeviceProfile::hostMemoryBytes},
     {"attention_flops_per_second", &DeviceProfile::attentionFlopsPerSecond},
     {"host_adam_pulled_params_per_second", &DeviceProfile::hostAdamPulledParamsPerSecond},
-    {"host_adam_sent_params_per_second", &DeviceProfile::hostAdamSentParamsPerSecond},
 };
 
 /// Of cuBLASLt's bf16 GEMM rate, what cuDNN's flash attention (mt-run's default) reached

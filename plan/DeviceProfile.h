@@ -24,9 +24,6 @@ struct DeviceProfile {
   /// AdamW's rate where each gradient is pulled from device memory a chunk at a time just
   /// before its update (the plan's pull_gradients), its pulls included; 0: unknown.
   double hostAdamPulledParamsPerSecond = 0;
-  /// AdamW's rate where each piece's bf16 copy crosses to device memory as the next piece is
-  /// written (persistent weights), until the last has crossed; 0: unknown.
-  double hostAdamSentParamsPerSecond = 0;
 };
 
 /// The attention rate the cost model takes: the profile's, or where it is unknown (a profile
@@ -55,12 +52,12 @@ double pulledGradientCacheShare(const DeviceProfile &profile);
 double adamwSlowdown(double adamwBytes, double copiedBytes);
 
 /// The profile as a JSON object: "name" and the rates, by their snake_case names (the host's
-/// memory, the attention rate and the pulled and sent AdamW rates where known).
+/// memory, the attention rate and the pulled AdamW rate where known).
 std::string deviceProfileJson(const DeviceProfile &profile);
 
 /// The profile of that JSON object; nothing, with `error` saying why, when the text is not a
 /// JSON object or a rate is missing or not a positive number ("host_memory_bytes",
-/// "attention_flops_per_second" and the pulled and sent AdamW rates may be missing:
+/// "attention_flops_per_second" and "host_adam_pulled_params_per_second" may be missing:
 /// profiles from before them). Other members are ignored.
 std::optional<DeviceProfile> parseDeviceProfile(const std::string &text, std::string &error);
 

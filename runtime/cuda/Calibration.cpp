@@ -208,11 +208,12 @@ std::string calibrateDevice(const std::string &path) {
     });
   }
   // Again with each piece's bf16 copy, written into pinned memory, sent to device memory as
-  // the next is written (persistent weights), until the last has crossed: the cost model's
-  // rate alone for those updates, the crossings' reads of host memory included.
+  // the next is written (persistent weights), until the last has crossed: for the table, what
+  // the crossings' reads of host memory cost those updates alone (within a step the cost
+  // model counts them with the step's other copies).
   double sentAdam = 0;
   {
-    WeightSender sender;
+    WeightSender sender(nullptr); // pinnedIn is one allocation
     const std::vector<uint16_t *> targets{static_cast<uint16_t *>(deviceOut)};
     auto *copies = static_cast<uint16_t *>(pinnedIn);
     Event crossed = Event::forOrdering();
@@ -245,7 +246,6 @@ std::string calibrateDevice(const std::string &path) {
                         static_cast<double>(freeBytes),
                         static_cast<double>(physicalHostBytes())};
   profile.hostAdamPulledParamsPerSecond = pulledAdam;
-  profile.hostAdamSentParamsPerSecond = sentAdam;
   std::ofstream file(path);
   file << deviceProfileJson(profile);
   if (!file)

@@ -522,6 +522,8 @@ void Executor::start(const Layout &layout) {
   if (layout.hostBytes > 0)
     regions.push_back({hostPool.get(), static_cast<size_t>(layout.hostPoolBytes)});
   pinned = std::make_unique<PinnedMemory>(regions);
+  if (!persistentSent.empty()) // the copies it sends lie in the state's registrations
+    sender = std::make_unique<WeightSender>(pinned.get());
 
   streams = {Stream::create(), Stream::create(), Stream::create()};
   if (deviceRing)
@@ -691,8 +693,6 @@ void Executor::bindPersistent() {
                       " is also prefetched for each step; recompile with this mtc");
     persistentSent.resize(plan.parameters_size());
     persistentSent[p] = Event::forOrdering();
-    if (!sender)
-      sender = std::make_unique<WeightSender>();
   }
   // No other tensor of the step, nor a call's workspace, may take a persistent weight's bytes
   // at any point of it: the plan's liveness keeps them for the whole step.

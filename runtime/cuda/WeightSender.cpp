@@ -3,6 +3,7 @@
 #include "runtime/cuda/WeightSender.h"
 
 #include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/PinnedMemory.h"
 
 #include <algorithm>
 
@@ -14,9 +15,14 @@ void WeightSender::send(const std::vector<uint16_t *> &targets, const uint16_t *
   for (int64_t at = first; at < first + count; at += kPiece) {
     int64_t n = std::min(kPiece, first + count - at);
     write(at, n);
-    for (uint16_t *target : targets)
-      MT_CUDA_CHECK(cudaMemcpyAsync(target + at, copy + at, n * sizeof(uint16_t),
-                                    cudaMemcpyHostToDevice, stream));
+    void *from = const_cast<uint16_t *>(copy + at);
+    for (uint16_t *target : targets) {
+      if (pinned)
+        pinned->copy(target + at, from, n * sizeof(uint16_t), cudaMemcpyHostToDevice, stream);
+      else
+        MT_CUDA_CHECK(cudaMemcpyAsync(target + at, from, n * sizeof(uint16_t),
+                                      cudaMemcpyHostToDevice, stream));
+    }
     sentBytes += n * static_cast<int64_t>(sizeof(uint16_t) * targets.size());
   }
 }
