@@ -202,7 +202,8 @@ std::string calibrateDevice(const std::string &path) {
   MT_CUDA_CHECK(cudaMemcpy(deviceIn, grad.data(), params * sizeof(float), cudaMemcpyHostToDevice));
   double pulledAdam = 0;
   {
-    GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk); // before they go
+    // Before the buffers go; pinnedOut is one allocation.
+    GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk, nullptr);
     pulledAdam = adamRate(4, copy.data(), [&](const Update &update) {
       puller.pull(static_cast<const float *>(deviceIn), params, update);
     });

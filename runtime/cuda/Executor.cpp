@@ -528,7 +528,7 @@ void Executor::start(const Layout &layout) {
   streams = {Stream::create(), Stream::create(), Stream::create()};
   if (deviceRing)
     puller = std::make_unique<GradientPuller>(
-        reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements);
+        reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements, pinned.get());
   for (int e = 0; e < plan.events(); ++e)
     events.push_back(Event::forOrdering());
   clock.begin = Event::forTiming();

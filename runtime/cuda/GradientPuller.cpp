@@ -3,13 +3,14 @@
 
 #include "plan/DeviceLayout.h"
 #include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/PinnedMemory.h"
 
 #include <algorithm>
 
 namespace mt::cuda {
 
-GradientPuller::GradientPuller(float *slots, int64_t slotElements)
-    : slots(slots), slotElements(slotElements) {
+GradientPuller::GradientPuller(float *slots, int64_t slotElements, const PinnedMemory *pinned)
+    : slots(slots), slotElements(slotElements), pinned(pinned) {
   for (int s = 0; s < kPullSlots; ++s)
     landed.push_back(Event::forOrdering());
 }
@@ -22,9 +23,12 @@ void GradientPuller::pull(const float *from, int64_t count, const Visitor &visit
   const int64_t chunks = static_cast<int64_t>(begins.size()) - 1;
   auto slot = [&](int64_t k) { return slots + (k % kPullSlots) * slotElements; };
   auto issue = [&](int64_t k) {
-    MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), from + begins[k],
-                                  (begins[k + 1] - begins[k]) * sizeof(float),
-                                  cudaMemcpyDeviceToHost, stream));
+    size_t bytes = (begins[k + 1] - begins[k]) * sizeof(float);
+    void *device = const_cast<float *>(from + begins[k]);
+    if (pinned)
+      pinned->copy(device, slot(k), bytes, cudaMemcpyDeviceToHost, stream);
+    else
+      MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), device, bytes, cudaMemcpyDeviceToHost, stream));
     MT_CUDA_CHECK(cudaEventRecord(landed[k % kPullSlots], stream));
   };
   // Each slot's next chunk is pulled once the update has read the one before: the chunk then
