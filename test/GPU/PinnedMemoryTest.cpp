@@ -1,11 +1,12 @@
 // GPU test of chunked pinning: the layer blocks of a host state (14 bytes a parameter, with
 // the bf16 copies) and a 3 GiB region registered in 1 GiB pieces, copied to the device and
 // back intact (through copies split at the pieces) at pinned speed, and a persistent weight's
-// pieces sent across a piece boundary.
+// pieces sent, and a gradient pulled, through host memory across a piece boundary.
 #include "runtime/cuda/PinnedMemory.h"
 #include "runtime/HostState.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/GradientPuller.h"
 #include "runtime/cuda/WeightSender.h"
 
 #include <chrono>
@@ -113,6 +114,31 @@ int main(int argc, char **argv) {
                 intact ? "intact" : "FAIL: changed on their way");
     failures += intact ? 0 : 1;
     MT_CUDA_CHECK(cudaEventDestroy(crossed));
+    MT_CUDA_CHECK(cudaFree(device));
+  }
+  // A gradient pulled through slots that straddle the first registration's end: every
+  // chunk handed over holds the device's values.
+  {
+    const int64_t slotElements = 1 << 20, count = 5 * slotElements + 123;
+    auto *slots = reinterpret_cast<float *>(big.get() + (1ull << 30)) - slotElements * 2 - 7;
+    std::vector<float> values(count);
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = static_cast<float>(i % 1000003);
+    float *device;
+    MT_CUDA_CHECK(cudaMalloc(&device, count * sizeof(float)));
+    MT_CUDA_CHECK(cudaMemcpy(device, values.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    mt::cuda::GradientPuller puller(slots, slotElements, &pinned);
+    bool intact = true;
+    int64_t seen = 0;
+    puller.pull(device, count, [&](const float *chunk, int64_t first, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        intact = intact && chunk[i] == values[first + i];
+      seen += n;
+    });
+    intact = intact && seen == count;
+    std::printf("a gradient pulled through slots across the first chunk's end: %s\n",
+                intact ? "intact" : "FAIL: changed on its way");
+    failures += intact ? 0 : 1;
     MT_CUDA_CHECK(cudaFree(device));
   }
   return failures ? 1 : 0;
