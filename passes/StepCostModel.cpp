@@ -500,7 +500,6 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       cached * gradientBytes;
   const double adamwSeconds =
       (ringed ? stepBytes / adamwBytes(params, hostCopies) : 1.0) / profile.hostAdamParamsPerSecond;
-
   double edgeSeconds = micro * edge.seconds(profile);
   const int64_t epilogueParams = edgeParams - prologueParams;
   // Update ids within a step: layer n is n, the epilogue L, the prologue L + 1; step s's are

@@ -10,13 +10,16 @@
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/GradientPuller.h"
+#include "runtime/cuda/PinnedMemory.h"
 #include "runtime/cuda/WeightSender.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -128,11 +131,16 @@ std::string calibrateDevice(const std::string &path) {
         MT_CUDA_CHECK(cudaMemcpyAsync(c, a, elements * 2, cudaMemcpyDeviceToDevice, compute));
       });
 
-  // Pinned copies of 1 GiB, each direction alone and both at once.
+  // Pinned copies of 1 GiB, each direction alone and both at once, from host memory pinned as
+  // the runtime pins its own (each buffer one registration).
   const size_t bytes = 1ull << 30;
-  void *pinnedIn, *pinnedOut, *deviceIn, *deviceOut;
-  MT_CUDA_CHECK(cudaHostAlloc(&pinnedIn, bytes, cudaHostAllocDefault));
-  MT_CUDA_CHECK(cudaHostAlloc(&pinnedOut, bytes, cudaHostAllocDefault));
+  std::unique_ptr<char, decltype(&std::free)> hostBuffers(
+      static_cast<char *>(std::aligned_alloc(4096, 2 * bytes)), &std::free);
+  if (!hostBuffers)
+    throw CudaError("calibration: no 2 GiB of host memory for its copies");
+  void *pinnedIn = hostBuffers.get(), *pinnedOut = hostBuffers.get() + bytes;
+  PinnedMemory pinned({{pinnedIn, bytes}, {pinnedOut, bytes}});
+  void *deviceIn, *deviceOut;
   std::memset(pinnedIn, 1, bytes);
   MT_CUDA_CHECK(cudaMalloc(&deviceIn, bytes));
   MT_CUDA_CHECK(cudaMalloc(&deviceOut, bytes));
@@ -202,8 +210,7 @@ std::string calibrateDevice(const std::string &path) {
   MT_CUDA_CHECK(cudaMemcpy(deviceIn, grad.data(), params * sizeof(float), cudaMemcpyHostToDevice));
   double pulledAdam = 0;
   {
-    // Before the buffers go; pinnedOut is one allocation.
-    GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk, nullptr);
+    GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk, pinned); // before they go
     pulledAdam = adamRate(4, copy.data(), [&](const Update &update) {
       puller.pull(static_cast<const float *>(deviceIn), params, update);
     });
@@ -214,7 +221,7 @@ std::string calibrateDevice(const std::string &path) {
   // model counts them with the step's other copies).
   double sentAdam = 0;
   {
-    WeightSender sender(nullptr); // pinnedIn is one allocation
+    WeightSender sender(pinned);
     const std::vector<uint16_t *> targets{static_cast<uint16_t *>(deviceOut)};
     auto *copies = static_cast<uint16_t *>(pinnedIn);
     Event crossed = Event::forOrdering();
@@ -230,8 +237,6 @@ std::string calibrateDevice(const std::string &path) {
 
   for (void *pointer : {a, b, c, deviceIn, deviceOut})
     MT_CUDA_CHECK(cudaFree(pointer));
-  MT_CUDA_CHECK(cudaFreeHost(pinnedIn));
-  MT_CUDA_CHECK(cudaFreeHost(pinnedOut));
   for (cudaStream_t stream : {compute, h2d, d2h})
     MT_CUDA_CHECK(cudaStreamDestroy(stream));
   MT_CUDA_CHECK(cudaEventDestroy(started));

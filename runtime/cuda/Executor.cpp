@@ -523,12 +523,12 @@ void Executor::start(const Layout &layout) {
     regions.push_back({hostPool.get(), static_cast<size_t>(layout.hostPoolBytes)});
   pinned = std::make_unique<PinnedMemory>(regions);
   if (!persistentSent.empty()) // the copies it sends lie in the state's registrations
-    sender = std::make_unique<WeightSender>(pinned.get());
+    sender = std::make_unique<WeightSender>(*pinned);
 
   streams = {Stream::create(), Stream::create(), Stream::create()};
   if (deviceRing)
     puller = std::make_unique<GradientPuller>(
-        reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements, pinned.get());
+        reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements, *pinned);
   for (int e = 0; e < plan.events(); ++e)
     events.push_back(Event::forOrdering());
   clock.begin = Event::forTiming();

@@ -9,7 +9,7 @@
 
 namespace mt::cuda {
 
-GradientPuller::GradientPuller(float *slots, int64_t slotElements, const PinnedMemory *pinned)
+GradientPuller::GradientPuller(float *slots, int64_t slotElements, const PinnedMemory &pinned)
     : slots(slots), slotElements(slotElements), pinned(pinned) {
   for (int s = 0; s < kPullSlots; ++s)
     landed.push_back(Event::forOrdering());
@@ -23,12 +23,8 @@ void GradientPuller::pull(const float *from, int64_t count, const Visitor &visit
   const int64_t chunks = static_cast<int64_t>(begins.size()) - 1;
   auto slot = [&](int64_t k) { return slots + (k % kPullSlots) * slotElements; };
   auto issue = [&](int64_t k) {
-    size_t bytes = (begins[k + 1] - begins[k]) * sizeof(float);
-    void *device = const_cast<float *>(from + begins[k]);
-    if (pinned)
-      pinned->copy(device, slot(k), bytes, cudaMemcpyDeviceToHost, stream);
-    else
-      MT_CUDA_CHECK(cudaMemcpyAsync(slot(k), device, bytes, cudaMemcpyDeviceToHost, stream));
+    pinned.copy(const_cast<float *>(from + begins[k]), slot(k),
+                (begins[k + 1] - begins[k]) * sizeof(float), cudaMemcpyDeviceToHost, stream);
     MT_CUDA_CHECK(cudaEventRecord(landed[k % kPullSlots], stream));
   };
   // Each slot's next chunk is pulled once the update has read the one before: the chunk then

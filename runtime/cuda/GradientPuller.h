@@ -20,8 +20,8 @@ class GradientPuller {
 public:
   /// `slots`: pinned host memory of kPullSlots slots of `slotElements` floats each, the
   /// caller's, kept while the puller is; `pinned`: the registrations they lie in (a copy may
-  /// not span two), or null where they lie in one allocation.
-  GradientPuller(float *slots, int64_t slotElements, const PinnedMemory *pinned);
+  /// not span two), kept as long.
+  GradientPuller(float *slots, int64_t slotElements, const PinnedMemory &pinned);
 
   /// Hands `visit` the `count` floats at device address `from` a chunk at a time (`first`,
   /// `count`), each pulled across PCIe on the puller's own stream as the update reads the ones
@@ -36,7 +36,7 @@ public:
 private:
   float *slots;
   int64_t slotElements;
-  const PinnedMemory *pinned;
+  const PinnedMemory &pinned;
   Stream stream = Stream::create();
   std::vector<Event> landed; // per slot: its chunk has crossed
   std::mutex pulling;

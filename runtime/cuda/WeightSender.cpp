@@ -16,13 +16,8 @@ void WeightSender::send(const std::vector<uint16_t *> &targets, const uint16_t *
     int64_t n = std::min(kPiece, first + count - at);
     write(at, n);
     void *from = const_cast<uint16_t *>(copy + at);
-    for (uint16_t *target : targets) {
-      if (pinned)
-        pinned->copy(target + at, from, n * sizeof(uint16_t), cudaMemcpyHostToDevice, stream);
-      else
-        MT_CUDA_CHECK(cudaMemcpyAsync(target + at, from, n * sizeof(uint16_t),
-                                      cudaMemcpyHostToDevice, stream));
-    }
+    for (uint16_t *target : targets)
+      pinned.copy(target + at, from, n * sizeof(uint16_t), cudaMemcpyHostToDevice, stream);
     sentBytes += n * static_cast<int64_t>(sizeof(uint16_t) * targets.size());
   }
 }

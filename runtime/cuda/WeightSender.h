@@ -17,9 +17,9 @@ class PinnedMemory;
 
 class WeightSender {
 public:
-  /// `pinned`: the registrations the copies lie in (a copy may not span two), or null where
-  /// they lie in one allocation. The caller's, kept while the sender is.
-  explicit WeightSender(const PinnedMemory *pinned) : pinned(pinned) {}
+  /// `pinned`: the registrations the copies lie in (a copy may not span two), the caller's,
+  /// kept while the sender is.
+  explicit WeightSender(const PinnedMemory &pinned) : pinned(pinned) {}
 
   /// Elements a piece: large enough that a copy's issue costs nothing beside its update (about
   /// a millisecond of AdamW), small enough that the last piece's crossing adds little.
@@ -42,7 +42,7 @@ public:
   int64_t bytesSent() const { return sentBytes.load(); }
 
 private:
-  const PinnedMemory *pinned;
+  const PinnedMemory &pinned;
   Stream stream = Stream::create();
   std::mutex sending;
   std::atomic<int64_t> sentBytes{0};

@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
     const int64_t first = (int64_t(1) << 29) - 1000, count = mt::cuda::WeightSender::kPiece + 3000;
     uint16_t *device;
     MT_CUDA_CHECK(cudaMalloc(&device, (first + count) * sizeof(uint16_t)));
-    mt::cuda::WeightSender sender(&pinned);
+    mt::cuda::WeightSender sender(pinned);
     int pieces = 0;
     sender.send({device}, copy, first, count, [&](int64_t at, int64_t n) {
       for (int64_t i = at; i < at + n; ++i)
@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
     float *device;
     MT_CUDA_CHECK(cudaMalloc(&device, count * sizeof(float)));
     MT_CUDA_CHECK(cudaMemcpy(device, values.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-    mt::cuda::GradientPuller puller(slots, slotElements, &pinned);
+    mt::cuda::GradientPuller puller(slots, slotElements, pinned);
     bool intact = true;
     int64_t seen = 0;
     puller.pull(device, count, [&](const float *chunk, int64_t first, int64_t n) {
