@@ -1,16 +1,20 @@
 // Benchmark: CPU AdamW's rate by where its gradient and its bf16 copy pass through host
 // memory. A step lands each gradient in a pinned ring well before the update reads it, so the
 // gradient crosses DRAM twice; pulled from the device a chunk at a time into a small pinned
-// ring just before the update, the device's DMA writes may stay in the CPU's last-level cache.
+// ring just before the update, the device's DMA writes may stay in the CPU's last-level cache;
+// persistent weights send each chunk's masters right after its update, which may come from it too.
 #include "runtime/AdamW.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaHandles.h"
+#include "runtime/cuda/PinnedMemory.h"
+#include "runtime/cuda/WeightSender.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 namespace {
@@ -35,6 +39,8 @@ enum class Route {
            // to a large array and sent on to the device after each chunk's update
   Pulled,  // each gradient copied into a small ring just before its update; bf16 as Landed
   Through, // Pulled, and each bf16 copy written through the cache to a small ring and sent
+  Bare,    // Pulled, no bf16 copy and nothing sent: what Sent's crossings cost is the difference
+  Sent,    // Pulled, no bf16 copy: each chunk's masters sent as persistent weights' are
 };
 
 const char *nameOf(Route route) {
@@ -47,25 +53,39 @@ const char *nameOf(Route route) {
     return "pulled into a ring";
   case Route::Through:
     return "pulled, bf16 through a ring";
+  case Route::Bare:
+    return "pulled, no bf16 copy";
+  case Route::Sent:
+    return "pulled, masters sent";
   }
   return "";
 }
 
 struct Bench {
   int64_t params, chunk, slots;
-  std::vector<float> param, m, v;
+  // The masters, pinned as the host state's are (the sender copies from registered memory).
+  std::unique_ptr<float, decltype(&std::free)> param;
+  mt::cuda::PinnedMemory pinnedParam;
+  std::vector<float> m, v;
   Pinned<float> grads, ring;
   Pinned<uint16_t> copies, copyRing;
-  mt::cuda::DeviceAllocation deviceGrads, deviceWeights;
+  mt::cuda::DeviceAllocation deviceGrads, deviceWeights, staging;
+  mt::cuda::WeightSender sender;
   mt::cuda::Stream h2d = mt::cuda::Stream::create(), d2h = mt::cuda::Stream::create();
   std::vector<mt::cuda::Event> landed, sent; // per slot
   mt::plan::AdamW config;
 
   Bench(int64_t params, int64_t chunk, int64_t slots)
-      : params(params), chunk(chunk), slots(slots), param(params, 1.0f), m(params), v(params),
+      : params(params), chunk(chunk), slots(slots),
+        param(static_cast<float *>(std::aligned_alloc(4096, (params * 4 + 4095) / 4096 * 4096)),
+              &std::free),
+        pinnedParam({{param.get(), static_cast<size_t>(params * 4)}}), m(params), v(params),
         grads(params), ring(chunk * slots), copies(params), copyRing(chunk * slots),
         deviceGrads(mt::cuda::DeviceAllocation::create(params * 4)),
-        deviceWeights(mt::cuda::DeviceAllocation::create(params * 2)) {
+        deviceWeights(mt::cuda::DeviceAllocation::create(params * 2)),
+        staging(mt::cuda::DeviceAllocation::create(chunk * 4)),
+        sender(pinnedParam, reinterpret_cast<float *>(staging.data()), chunk) {
+    std::fill(param.get(), param.get() + params, 1.0f);
     for (int64_t s = 0; s < slots; ++s) {
       landed.push_back(mt::cuda::Event::forOrdering());
       sent.push_back(mt::cuda::Event::forOrdering());
@@ -114,7 +134,8 @@ struct Bench {
       uint16_t *copy = copies.data + first;
       if (route == Route::Landed)
         MT_CUDA_CHECK(cudaEventSynchronize(each[k]));
-      if (route == Route::Pulled || route == Route::Through) {
+      if (route == Route::Pulled || route == Route::Through || route == Route::Bare ||
+          route == Route::Sent) {
         MT_CUDA_CHECK(cudaEventSynchronize(landed[k % slots]));
         grad = ring.data + (k % slots) * chunk;
       }
@@ -122,7 +143,21 @@ struct Bench {
         MT_CUDA_CHECK(cudaEventSynchronize(sent[k % slots]));
         copy = copyRing.data + 1 + (k % slots) * chunk;
       }
-      mt::adamwUpdate(param.data() + first, m.data() + first, v.data() + first, grad, count, 1e-4,
+      if (route == Route::Bare || route == Route::Sent) {
+        auto update = [&](int64_t, int64_t) {
+          mt::adamwUpdate(param.get() + first, m.data() + first, v.data() + first, grad, count,
+                          1e-4, 0.1, config, step);
+        };
+        if (route == Route::Bare)
+          update(first, count);
+        else
+          sender.send({reinterpret_cast<uint16_t *>(deviceWeights.data())}, param.get(), first,
+                      count, update);
+        if (k + slots < chunks)
+          pull(route, k + slots);
+        continue;
+      }
+      mt::adamwUpdate(param.get() + first, m.data() + first, v.data() + first, grad, count, 1e-4,
                       0.1, config, step, copy);
       if (route == Route::Alone)
         continue;
@@ -135,6 +170,10 @@ struct Bench {
     }
     MT_CUDA_CHECK(cudaStreamSynchronize(h2d));
     MT_CUDA_CHECK(cudaStreamSynchronize(d2h));
+    if (route == Route::Sent) {
+      sender.mark(each.emplace_back(mt::cuda::Event::forOrdering()));
+      MT_CUDA_CHECK(cudaEventSynchronize(each.back()));
+    }
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return params / seconds;
   }
@@ -162,15 +201,17 @@ int main(int argc, char **argv) {
   for (int64_t chunk : chunks)
     std::printf("%10lldK", static_cast<long long>(chunk >> 10));
   std::printf("\n");
-  const Route routes[] = {Route::Alone, Route::Landed, Route::Pulled, Route::Through};
-  std::vector<std::vector<double>> rates(4, std::vector<double>(chunks.size()));
+  const Route routes[] = {Route::Alone,   Route::Landed, Route::Pulled,
+                          Route::Through, Route::Bare,   Route::Sent};
+  const int kinds = sizeof routes / sizeof routes[0];
+  std::vector<std::vector<double>> rates(kinds, std::vector<double>(chunks.size()));
   for (size_t c = 0; c < chunks.size(); ++c) {
     Bench bench(params, chunks[c], slots);
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < kinds; ++r)
       for (int64_t step = 1; step <= 3; ++step)
         rates[r][c] = std::max(rates[r][c], bench.run(routes[r], step));
   }
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < kinds; ++r) {
     std::printf("%-30s", nameOf(routes[r]));
     for (double rate : rates[r])
       std::printf("%11.2f", rate / 1e9);
