@@ -135,13 +135,6 @@ DeviceReserve deviceReserve(ModuleOp module) {
           reserve.staging = std::max(
               reserve.staging, alignToDevice(std::min(elements(slot) * 4, kMostStagingBytes)));
     });
-  step.walk([&](PrefetchOp prefetch) {
-    if (prefetch.getPersistent())
-      for (auto [operand, slot] : llvm::zip(prefetch.getHostValues(), prefetch.getDeviceValues()))
-        if (operand.getDefiningOp<ParamOp>())
-          reserve.staging = std::max(reserve.staging,
-                                     alignToDevice(std::min(elements(slot) * 4, kMostSendBytes)));
-  });
   return reserve;
 }
 

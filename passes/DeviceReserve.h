@@ -19,9 +19,8 @@ struct DeviceReserve {
   int64_t blasWorkspace = 0;
   int64_t inputs = 0;    // token inputs, 256-byte aligned each
   int64_t constants = 0; // constants of the step and its templates (fp32 reals), aligned
-  /// Where fp32 masters land before the device casts them into bf16: streamed masters
-  /// (kStreamMasters), the largest such parameter, at most kMostStagingBytes a piece; or the
-  /// persistent weights' updated masters, at most kMostSendBytes (plan/DeviceLayout.h) a piece.
+  /// Where fp32 masters land before the h2d stream casts them into a bf16 slot (streamed
+  /// masters, kStreamMasters): the largest such parameter, at most kMostStagingBytes a piece.
   int64_t staging = 0;
   int64_t total() const { return scratch + blasWorkspace + inputs + constants + staging; }
 };

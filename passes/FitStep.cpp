@@ -76,14 +76,12 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
           << persistentLayers.getValue() << " and " << savedLayers.getValue();
       return signalPassFailure();
     }
-    // The device rounds each update's masters of a persistent weight into its bf16 copy,
-    // through a staging buffer of the persistent weights' own (streamed masters would share it).
+    // The device receives each update's bf16 copy of a persistent weight.
     auto floatBytes = module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes);
     if (persistentLayers > 0 &&
         ((floatBytes && floatBytes.getInt() == 4) || weightStream == "fp32")) {
       emitError(module.getLoc(), "mt-fit-step: persistent-layers needs bf16 device floats and the "
-                                 "other weights streamed from the host's bf16 copies "
-                                 "(weight-stream bf16 or auto), got ")
+                                 "host's bf16 copies (weight-stream bf16 or auto), got ")
           << (floatBytes && floatBytes.getInt() == 4 ? "fp32 device floats" : "weight-stream fp32");
       return signalPassFailure();
     }
@@ -457,7 +455,7 @@ private:
       masters = true;
       why = "the fp32 slots read them";
     } else if (persistentLayers > 0) {
-      why = "the persistent weights receive each update's masters, rounded on the device";
+      why = "the persistent weights receive each update's bf16 copy";
     } else if (weightStream == "auto") {
       FailureOr<StepEstimate> copies = estimateStep(module, profile, costOptions(interval, mode));
       FailureOr<StepEstimate> fp32 =

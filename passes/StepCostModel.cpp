@@ -414,10 +414,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const int64_t persistentParams = persistentLayerParams + (edgesPersist ? edgeParams : 0);
   int64_t weightPasses = layerMajor ? 1 : micro;
   int64_t offloadedCheckpoints = options.checkpointsOnDevice ? 0 : checkpoints * micro;
-  // Persistent weights cross once a step however many runs it takes, as their fp32 masters
-  // (the device rounds them).
-  estimate.h2dBytesPerStep = weightPasses * (crossingParams - persistentParams) * stream +
-                             persistentParams * 4 + offloadedCheckpoints;
+  // Persistent weights cross once a step however many runs it takes.
+  estimate.h2dBytesPerStep =
+      (weightPasses * (crossingParams - persistentParams) + persistentParams) * stream +
+      offloadedCheckpoints;
   estimate.d2hBytesPerStep = weightPasses * estimate.params * 4 + offloadedCheckpoints;
   // Beside the fp32 masters, moments and any bf16 copies, pinned host slots for what lands:
   // each checkpoint, and the fp32 gradients in a ring (up to all of them) where each update
@@ -492,13 +492,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const double cached = pulled ? pulledGradientCacheShare(profile) : 0;
   const double params = static_cast<double>(estimate.params);
   const double gradientBytes = weightPasses * params * 4;
-  // A persistent weight's update writes no bf16 copy, and its masters cross right after the
-  // update has written them. The DMA may find them in the CPU's cache, but on the H100 hosts
-  // measured it mostly did not (--calibrate's "masters sent" against "no bf16 copy"): they
-  // count as host-memory bytes like any copy's.
-  const double persistent = static_cast<double>(persistentParams);
+  // A persistent weight's update writes its bf16 copy into host memory as any update does,
+  // and the copy crosses once a step, a copy's bytes like the others'.
   const double stepBytes =
-      adamwBytes(params - persistent, hostCopies, cached) + adamwBytes(persistent, false, cached) +
+      adamwBytes(params, hostCopies, cached) +
       static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
       cached * gradientBytes;
   const double adamwSeconds =
@@ -559,14 +556,14 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       auto updated = [&](int64_t item) {
         return s > 0 && paramsOf(item) > 0 ? worker.endOf((s - 1) * stride + item) : 0.0;
       };
-      // A persistent set's masters cross a piece at a time as its update writes them: from the
-      // update's start, ending a piece after the update at the earliest.
+      // A persistent set's bf16 copy crosses a piece at a time as its update writes it: from
+      // the update's start, ending a piece after the update at the earliest.
       auto send = [&](int64_t item, int64_t sent, const std::string &name) {
-        double seconds = static_cast<double>(sent) * 4 / h2d, end = updated(item);
+        double seconds = static_cast<double>(sent) * stream / h2d, end = updated(item);
         double start = 0;
         if (s > 0 && paramsOf(item) > 0)
           start = std::max(end - (paramsOf(item) * adamwSeconds + pullWaitOf(item)),
-                           end + std::min<double>(sent * 4.0, kMostSendBytes) / h2d - seconds);
+                           end + std::min<double>(sent, kSendPiece) * stream / h2d - seconds);
         return sim.run("h2d", name, seconds, start);
       };
       double edgeIn =
@@ -649,9 +646,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // the gradients landing last waiting for the first's updates). Where it has not, the
   // shallowest depth within 1% of the fastest that fits. A pulled ring fits in the device
   // memory left beside the plan's peak instead.
-  int64_t stateBytes = estimate.params * 12 +
-                       (hostCopies ? (estimate.params - persistentParams) * 2 : 0) +
-                       offloadedCheckpoints;
+  int64_t stateBytes = estimate.params * (12 + (hostCopies ? 2 : 0)) + offloadedCheckpoints;
   auto fits = [&](int64_t depth) {
     double ring =
         static_cast<double>(gradientRingBytes(depth, ringLayerBytes, estimate.params * 4));

@@ -47,8 +47,8 @@ struct ScheduleOptions {
   int64_t residentLayers = 0;
   /// The last layers whose weights stay on the device across steps (mt-insert-transfers'
   /// persistent-layers; at least the layer count: the prologue's and epilogue's too). Each
-  /// crosses once a step, after its update, its fp32 masters a piece at a time as the update
-  /// writes them (from the CPU's cache; the host keeps no bf16 copy of them).
+  /// crosses once a step, after its update, its bf16 copy a piece at a time as the update
+  /// writes it.
   int64_t persistentLayers = 0;
 };
 

@@ -37,13 +37,11 @@ constexpr int64_t kLeastGradientRingLayers = 3;
 /// (pulledGradientCacheShare).
 constexpr int64_t kPullChunk = int64_t{1} << 22;
 constexpr int kPullSlots = 4;
-
-/// The largest piece of a persistent weight's masters sent after its update, through the
-/// plan's staging buffer (the compiler reserves it, the backend sends in its pieces): small
-/// enough that the piece the update has just written is still in the CPU's cache when the
-/// DMA reads it (each piece's update passes four times its bytes through the cache), large
-/// enough that issuing its copy and cast costs little beside the update (about a millisecond).
-constexpr int64_t kMostSendBytes = int64_t{16} << 20;
+/// Persistent weights' updates cross a piece of this many elements at a time as the update
+/// writes them (runtime/cuda/WeightSender; the cost model pipelines the two alike): large
+/// enough that a copy's issue costs nothing beside its update (about a millisecond of AdamW),
+/// small enough that the last piece's crossing adds little.
+constexpr int64_t kSendPiece = int64_t{1} << 22;
 /// Device memory the pulled gradients' ring leaves free beside the plan's: cuDNN's own
 /// workspace, for engines asking more than the plan's scratch, comes from it (mt-fit-step
 /// leaves it out of the ring's room too).

@@ -45,30 +45,28 @@ void drawPair(uint64_t key, int64_t j, float &even, float &odd) {
 constexpr int64_t kPage = 4096;
 constexpr int64_t kHugePage = 2 << 20;
 
-/// Bytes of host state for `held` masters, the moments of `owned` parameters and `copied` bf16
-/// copies: a layer block's, or the whole state's.
-int64_t stateBytes(int64_t held, int64_t owned, int64_t copied) {
-  return held * 4 + owned * 8 + copied * 2;
+/// Bytes of host state for `held` masters (with their bf16 copies when `streamCopy`) and the
+/// moments of `owned` parameters: a layer block's, or the whole state's.
+int64_t stateBytes(int64_t held, int64_t owned, bool streamCopy) {
+  return held * (4 + (streamCopy ? 2 : 0)) + owned * 8;
 }
 
 /// Refuses, before anything is allocated, host state larger than the memory available.
-void checkHostMemory(const std::vector<ParameterState> &parameters,
-                     const std::vector<bool> &copied) {
-  int64_t held = 0, owned = 0, copies = 0;
-  for (size_t p = 0; p < parameters.size(); ++p) {
-    held += parameters[p].held.size();
-    owned += parameters[p].owned.size();
-    copies += copied[p] ? parameters[p].held.size() : 0;
+void checkHostMemory(const std::vector<ParameterState> &parameters, bool streamCopy) {
+  int64_t held = 0, owned = 0;
+  for (const ParameterState &p : parameters) {
+    held += p.held.size();
+    owned += p.owned.size();
   }
-  double bytes = static_cast<double>(stateBytes(held, owned, copies));
+  double bytes = static_cast<double>(stateBytes(held, owned, streamCopy));
   int64_t available = availableHostBytes();
   if (available >= 0 && bytes > static_cast<double>(available)) {
     char message[256];
     std::snprintf(message, sizeof message,
                   "the host state needs %.1f GiB (%lld parameters: fp32 masters and moments%s) "
                   "but this machine has %.1f GiB available",
-                  bytes / (1 << 30), static_cast<long long>(held), copies ? ", bf16 copies" : "",
-                  static_cast<double>(available) / (1 << 30));
+                  bytes / (1 << 30), static_cast<long long>(held),
+                  streamCopy ? ", bf16 copies" : "", static_cast<double>(available) / (1 << 30));
     throw std::runtime_error(message);
   }
 }
@@ -99,22 +97,6 @@ int64_t physicalHostBytes() {
   return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
 }
 
-bool isPersistentPrefetch(const plan::Command &command) {
-  auto flag = command.attributes().find("persistent");
-  return command.op() == "mt.prefetch" && flag != command.attributes().end() && flag->second.flag();
-}
-
-std::vector<bool> persistentParameters(const plan::Plan &plan) {
-  std::vector<bool> persistent(plan.parameters_size(), false);
-  const plan::Program &step = plan.step();
-  for (const plan::Command &command : step.commands())
-    if (isPersistentPrefetch(command))
-      for (int operand : command.operands())
-        if (step.values(operand).has_parameter())
-          persistent.at(step.values(operand).parameter()) = true;
-  return persistent;
-}
-
 HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int ranks,
                      Masters masters)
     : plan(plan) {
@@ -134,24 +116,16 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return layers[a] < layers[b]; });
-  // The device keeps persistent weights across steps and receives their masters: no copy.
-  std::vector<bool> copied(parameters.size(), streamCopy);
-  if (streamCopy) {
-    std::vector<bool> persistent = persistentParameters(plan);
-    for (size_t p = 0; p < copied.size(); ++p)
-      copied[p] = !persistent[p];
-  }
-  checkHostMemory(parameters, copied);
+  checkHostMemory(parameters, streamCopy);
   // One allocation per layer: [masters | first moments | second moments | bf16 copies].
   for (size_t first = 0; first < order.size();) {
     size_t last = first;
-    int64_t elements = 0, owned = 0, copies = 0;
+    int64_t elements = 0, owned = 0;
     for (; last < order.size() && layers[order[last]] == layers[order[first]]; ++last) {
       elements += parameters[order[last]].held.size();
       owned += parameters[order[last]].owned.size();
-      copies += copied[order[last]] ? parameters[order[last]].held.size() : 0;
     }
-    int64_t bytes = stateBytes(elements, owned, copies);
+    int64_t bytes = stateBytes(elements, owned, streamCopy);
     char *block = allocateHostBlock(bytes);
     if (!block)
       throw std::runtime_error("cannot allocate " + std::to_string(bytes) +
@@ -161,17 +135,16 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     blocks.push_back({layers[order[first]], block, bytes});
     float *master = reinterpret_cast<float *>(block);
     float *firstMoment = master + elements, *secondMoment = firstMoment + owned;
-    uint16_t *copy = reinterpret_cast<uint16_t *>(secondMoment + owned);
-    int64_t offset = 0, ownedOffset = 0, copyOffset = 0;
+    uint16_t *copy = streamCopy ? reinterpret_cast<uint16_t *>(secondMoment + owned) : nullptr;
+    int64_t offset = 0, ownedOffset = 0;
     for (size_t i = first; i < last; ++i) {
       ParameterState &state = parameters[order[i]];
       state.master = master + offset;
       state.firstMoment = firstMoment + ownedOffset;
       state.secondMoment = secondMoment + ownedOffset;
-      state.streamCopy = copied[order[i]] ? copy + copyOffset : nullptr;
+      state.streamCopy = copy ? copy + offset : nullptr;
       offset += state.held.size();
       ownedOffset += state.owned.size();
-      copyOffset += copied[order[i]] ? state.held.size() : 0;
     }
     first = last;
   }

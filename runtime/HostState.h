@@ -20,12 +20,6 @@ int64_t availableHostBytes();
 /// The host's physical memory in bytes.
 int64_t physicalHostBytes();
 
-/// A prefetch of weights the device keeps across steps (mtc --persistent-layers).
-bool isPersistentPrefetch(const plan::Command &command);
-/// Per plan parameter: whether the step keeps its weights on the device across steps. The
-/// device then receives each update's masters, and the host keeps no bf16 copy of it.
-std::vector<bool> persistentParameters(const plan::Plan &plan);
-
 /// One parameter's arrays: the masters and bf16 copies of the elements `held`, the moments
 /// of the elements `owned`. Owned is all `count` elements unless the state is one
 /// data-parallel rank's, whose shard it is; held is all of them, or the shard when the
@@ -61,9 +55,8 @@ public:
   /// device gathers the rest), 14 / ranks bytes a parameter with bf16 copies.
   enum class Masters { Replicated, Sharded };
 
-  /// Lays out every plan parameter; with `streamCopy`, also a bf16 copy of each the device
-  /// streams (the 2 bytes that make 14 bytes a parameter instead of 12; none of persistent
-  /// weights, persistentParameters). As rank `rank` of `ranks` data-parallel
+  /// Lays out every plan parameter; with `streamCopy`, also a bf16 copy of each (the 2 bytes
+  /// that make 14 bytes a parameter instead of 12). As rank `rank` of `ranks` data-parallel
   /// ranks, the state holds the AdamW moments of the rank's shard (shardOf) of each
   /// parameter only, and its masters as `masters` says.
   HostState(const plan::Plan &plan, bool streamCopy, int rank = 0, int ranks = 1,

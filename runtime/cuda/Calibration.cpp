@@ -182,18 +182,17 @@ std::string calibrateDevice(const std::string &path) {
   adamw.set_eps(1e-8);
   std::vector<float> param(params, 1.0f), m(params), v(params), grad(params, 0.01f);
   std::vector<uint16_t> copy(params);
-  // The fastest of three steps' updates (steps `first` on) of `masters`, each reading the
-  // gradient through `read` and writing its bf16 copy into `copies` (unless null), in
-  // parameters a second.
+  // The fastest of three steps' updates (steps `first` on), each reading the gradient
+  // through `read` and writing its bf16 copy into `copies`, in parameters a second.
   using Update = std::function<void(const float *grad, int64_t first, int64_t count)>;
-  auto adamRate = [&](int first, float *masters, uint16_t *copies,
+  auto adamRate = [&](int first, uint16_t *copies,
                       const std::function<void(const Update &)> &read) {
     double rate = 0;
     for (int run = first; run < first + 3; ++run) {
       auto start = std::chrono::steady_clock::now();
       read([&](const float *grad, int64_t from, int64_t count) {
-        adamwUpdate(masters + from, m.data() + from, v.data() + from, grad, count, 1e-3, 0.1, adamw,
-                    run, copies ? copies + from : nullptr);
+        adamwUpdate(param.data() + from, m.data() + from, v.data() + from, grad, count, 1e-3, 0.1,
+                    adamw, run, copies + from);
       });
       rate = std::max(
           rate,
@@ -201,8 +200,8 @@ std::string calibrateDevice(const std::string &path) {
     }
     return rate;
   };
-  auto whole = [&](const Update &update) { update(grad.data(), 0, params); };
-  double adam = adamRate(1, param.data(), copy.data(), whole);
+  double adam =
+      adamRate(1, copy.data(), [&](const Update &update) { update(grad.data(), 0, params); });
   // Again with the gradient pulled from device memory through the runtime's slots, each
   // chunk just before its update (the plan's pull_gradients): the rate tells how much of the
   // gradient the host's I/O writes leave in the CPU's cache (pulledGradientCacheShare). One
@@ -212,25 +211,22 @@ std::string calibrateDevice(const std::string &path) {
   double pulledAdam = 0;
   {
     GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk, pinned); // before they go
-    pulledAdam = adamRate(4, param.data(), copy.data(), [&](const Update &update) {
+    pulledAdam = adamRate(4, copy.data(), [&](const Update &update) {
       puller.pull(static_cast<const float *>(deviceIn), params, update);
     });
   }
-  // For the table: without the bf16 copy (28 bytes a parameter), and then as persistent
-  // weights update, the masters in pinned memory sent to the device a piece at a time as the
-  // update writes them, until the last has crossed. Where the DMA reads each piece from the
-  // CPU's cache, as the cost model assumes, the two rates match.
-  double bareAdam = adamRate(7, param.data(), nullptr, whole);
+  // Again with each piece's bf16 copy, written into pinned memory, sent to device memory as
+  // the next is written (persistent weights), until the last has crossed: for the table, what
+  // the crossings' reads of host memory cost those updates alone (within a step the cost
+  // model counts them with the step's other copies).
   double sentAdam = 0;
   {
-    auto *masters = static_cast<float *>(pinnedIn);
-    std::copy(param.begin(), param.end(), masters);
-    const int64_t piece = kMostSendBytes / 4; // the staging deviceIn holds
-    WeightSender sender(pinned, static_cast<float *>(deviceIn), piece);
+    WeightSender sender(pinned);
     const std::vector<uint16_t *> targets{static_cast<uint16_t *>(deviceOut)};
+    auto *copies = static_cast<uint16_t *>(pinnedIn);
     Event crossed = Event::forOrdering();
-    sentAdam = adamRate(10, masters, nullptr, [&](const Update &update) {
-      sender.send(targets, masters, 0, params,
+    sentAdam = adamRate(7, copies, [&](const Update &update) {
+      sender.send(targets, copies, 0, params,
                   [&](int64_t at, int64_t count) { update(grad.data() + at, at, count); });
       sender.mark(crossed);
       MT_CUDA_CHECK(cudaEventSynchronize(crossed));
@@ -273,8 +269,7 @@ std::string calibrateDevice(const std::string &path) {
         << "  the same, gradients pulled      " << pulledAdam / 1e9
         << " G params/s (of a pulled gradient, " << 100 * pulledGradientCacheShare(profile)
         << "% read from the CPU's cache)\n"
-        << "  the same, no bf16 copy          " << bareAdam / 1e9 << " G params/s\n"
-        << "  the same, masters sent          " << sentAdam / 1e9
+        << "  the same, copies sent           " << sentAdam / 1e9
         << " G params/s (persistent weights' updates)\n"
         << "  free device memory              " << freeBytes / double(1 << 30) << " GiB\n"
         << "profile written to " << path << "\n";

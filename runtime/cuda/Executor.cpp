@@ -25,6 +25,12 @@ constexpr int64_t kPage = 4096;
 
 int64_t pageAlign(int64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
+/// A prefetch of weights the step keeps on the device across steps (mtc --persistent-layers).
+bool isPersistent(const plan::Command &command) {
+  auto flag = command.attributes().find("persistent");
+  return command.op() == "mt.prefetch" && flag != command.attributes().end() && flag->second.flag();
+}
+
 int64_t elementsOf(const plan::TensorType &type) {
   int64_t n = 1;
   for (int64_t d : type.shape())
@@ -170,10 +176,9 @@ void Executor::checkHostState() const {
   if (stepProgram.commands_size() == 0 || stepProgram.commands(0).stream().empty())
     throw CudaError("the CUDA backend runs scheduled plans; compile with mtc -o PLAN.mtp "
                     "(scheduling is on by default)");
-  const std::vector<bool> persistent = persistentParameters(plan);
   for (size_t p = 0; p < state.parameters.size(); ++p) {
     const ParameterState &parameter = state.parameters[p];
-    if (!parameter.streamCopy && !plan.stream_masters() && !persistent[p])
+    if (!parameter.streamCopy && !plan.stream_masters())
       throw CudaError("the host state keeps no bf16 copies for the device to stream");
     // Each rank uploads what it holds of its own shard, or everything on one GPU.
     const DeviceCollectives *collectives = options.collectives;
@@ -247,14 +252,7 @@ void Executor::allocateDevice(const Layout &layout) {
   if (castsMasters && plan.staging_bytes() < kDeviceAlignment)
     throw CudaError("the plan streams its fp32 masters into bf16 slots but reserves no staging "
                     "buffer to cast them in; recompile it with this mtc");
-  // Persistent weights receive each update's masters through it too.
-  const std::vector<bool> persistent = persistentParameters(plan);
-  const bool sendsMasters =
-      std::find(persistent.begin(), persistent.end(), true) != persistent.end();
-  if (sendsMasters && plan.staging_bytes() < kDeviceAlignment)
-    throw CudaError("the plan keeps weights on the device across steps but reserves no staging "
-                    "buffer to cast their masters in; recompile it with this mtc");
-  int64_t stagingBytes = castsMasters || sendsMasters ? plan.staging_bytes() : 0;
+  int64_t stagingBytes = castsMasters ? plan.staging_bytes() : 0;
   int64_t reserve = plan.scratch_bytes() + plan.blas_workspace_bytes() + stagingBytes;
   int64_t constantBytes = static_cast<int64_t>(layout.constants.size());
   checkDeviceMemory(layout.arenaBytes + constantBytes + layout.inputBytes + reserve,
@@ -524,9 +522,8 @@ void Executor::start(const Layout &layout) {
   if (layout.hostBytes > 0)
     regions.push_back({hostPool.get(), static_cast<size_t>(layout.hostPoolBytes)});
   pinned = std::make_unique<PinnedMemory>(regions);
-  if (!persistentSent.empty()) // the masters it sends lie in the state's registrations
-    sender = std::make_unique<WeightSender>(*pinned, reinterpret_cast<float *>(staging.data()),
-                                            deviceMemory.staging / 4);
+  if (!persistentSent.empty()) // the copies it sends lie in the state's registrations
+    sender = std::make_unique<WeightSender>(*pinned);
 
   streams = {Stream::create(), Stream::create(), Stream::create()};
   if (deviceRing)
@@ -658,7 +655,7 @@ void Executor::bindPersistent() {
         continue;
       int p = source.parameter();
       const std::string &name = plan.parameters(p).name();
-      if (!isPersistentPrefetch(command)) {
+      if (!isPersistent(command)) {
         streamed[p] = 1;
         continue;
       }
@@ -667,9 +664,10 @@ void Executor::bindPersistent() {
         throw CudaError("persistent weights (" + name +
                         ") run on one GPU; recompile the plan "
                         "without --persistent-layers for ranks");
-      if (copy.storage != Storage::BF16)
+      if (copy.storage != Storage::BF16 || !state.parameters.at(p).streamCopy)
         throw CudaError("persistent weight " + name +
-                        " needs bf16 on the device; recompile with this mtc");
+                        " needs bf16 on the device and the host's "
+                        "bf16 copy; recompile with this mtc");
       // Its update's copy crosses once its gradient is complete: nothing may read the device
       // copy after the command that completes the gradient (the offload waits for it alone).
       int completes = completingCommand(p, producer);
@@ -724,11 +722,11 @@ void Executor::bindPersistent() {
 void Executor::updateParameter(int p, int64_t count, const float *gradient,
                                const GradientVisitor &update) {
   const std::vector<uint16_t *> *targets = persistentWeight(p) ? &persistentTargets[p] : nullptr;
-  // A persistent weight's masters cross a piece at a time as the update writes them.
+  // A persistent weight's pieces cross from the state's bf16 copy as the update writes them.
   auto piece = [&](const float *chunk, int64_t first, int64_t n) {
     if (!targets)
       return update(chunk, first, n);
-    sender->send(*targets, state.parameters.at(p).master, first, n,
+    sender->send(*targets, state.parameters.at(p).streamCopy, first, n,
                  [&](int64_t at, int64_t m) { update(chunk + (at - first), at, m); });
   };
   if (gradient)
@@ -920,7 +918,8 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
     for (int id : command.results())
       results.push_back(values[id]);
     if (command.op() == "mt.prefetch") {
-      const bool persistentWeights = isPersistentPrefetch(command);
+      // A persistent weight crosses on the first run; later ones wait for its update's copy.
+      const bool sent = persistentFilled && isPersistent(command);
       for (int r = 0; r < command.results_size(); ++r) {
         const plan::Value &source = program.values(command.operands(r));
         const DeviceTensor &to = results[r];
@@ -936,18 +935,8 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         if (parameterAwait)
           parameterAwait(source.parameter());
         startClock();
-        if (persistentWeights) {
-          // The first run sends the masters to every device copy of the weight (at its first
-          // prefetch); later ones wait for its update's.
-          int p = source.parameter();
-          if (!persistentFilled && to.data == persistentTargets[p].front()) {
-            const ParameterState &parameter = state.parameters.at(p);
-            sender->send(persistentTargets[p], parameter.master, 0, parameter.count,
-                         [](int64_t, int64_t) {});
-            sender->mark(persistentSent[p]);
-            measures.copiedBytes[0] += parameter.count * 4;
-          }
-          MT_CUDA_CHECK(cudaStreamWaitEvent(stream, persistentSent[p]));
+        if (sent) {
+          MT_CUDA_CHECK(cudaStreamWaitEvent(stream, persistentSent[source.parameter()]));
           continue;
         }
         // With ranks, this rank's shard crosses PCIe and the device gathers the rest.

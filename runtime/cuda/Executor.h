@@ -143,9 +143,8 @@ public:
   /// Parameter p's update as the trainer's StepBackend::updateParameter: `update` gets each
   /// piece of the gradient (`gradient`, in host memory, or null: pulled or landed as
   /// pullGradient hands it over). For a weight the plan keeps on the device across steps (a
-  /// persistent prefetch), each piece's updated masters then cross to the device, which
-  /// rounds them into its bf16 copies: the next step's readers wait for it. From one thread
-  /// at a time.
+  /// persistent prefetch), each piece's bf16 copy then crosses to the device from the host
+  /// state's: the next step's readers wait for it. From one thread at a time.
   void updateParameter(int p, int64_t count, const float *gradient, const GradientVisitor &update);
   /// Whether the plan keeps parameter p's weights on the device across steps.
   bool persistentWeight(int p) const {
@@ -302,8 +301,8 @@ private:
   std::function<void(int)> gradientListener;
   std::function<void(int)> parameterAwait;
   /// Persistent weights: per parameter its device copies (empty: none), the event its last
-  /// update's masters have crossed by, and the sender of those masters (through the staging
-  /// buffer). The step's first run fills them from the masters the same way.
+  /// update's copy has crossed by, and the sender of those copies. The step's first run fills
+  /// them from the host's bf16 copies, which the updates keep current.
   std::vector<std::vector<uint16_t *>> persistentTargets;
   std::vector<Event> persistentSent;
   std::unique_ptr<WeightSender> sender;

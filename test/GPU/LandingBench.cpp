@@ -2,19 +2,16 @@
 // memory. A step lands each gradient in a pinned ring well before the update reads it, so the
 // gradient crosses DRAM twice; pulled from the device a chunk at a time into a small pinned
 // ring just before the update, the device's DMA writes may stay in the CPU's last-level cache;
-// persistent weights send each chunk's masters right after its update, which may come from it too.
+// fp32 masters sent to the device right after their update (without a bf16 copy) may be too.
 #include "runtime/AdamW.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaHandles.h"
-#include "runtime/cuda/PinnedMemory.h"
-#include "runtime/cuda/WeightSender.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <vector>
 
 namespace {
@@ -40,7 +37,7 @@ enum class Route {
   Pulled,  // each gradient copied into a small ring just before its update; bf16 as Landed
   Through, // Pulled, and each bf16 copy written through the cache to a small ring and sent
   Bare,    // Pulled, no bf16 copy and nothing sent: what Sent's crossings cost is the difference
-  Sent,    // Pulled, no bf16 copy: each chunk's masters sent as persistent weights' are
+  Sent,    // Pulled, no bf16 copy: each chunk's fp32 masters sent right after its update
 };
 
 const char *nameOf(Route route) {
@@ -63,29 +60,21 @@ const char *nameOf(Route route) {
 
 struct Bench {
   int64_t params, chunk, slots;
-  // The masters, pinned as the host state's are (the sender copies from registered memory).
-  std::unique_ptr<float, decltype(&std::free)> param;
-  mt::cuda::PinnedMemory pinnedParam;
+  Pinned<float> param; // pinned: the Sent route copies from it
   std::vector<float> m, v;
   Pinned<float> grads, ring;
   Pinned<uint16_t> copies, copyRing;
-  mt::cuda::DeviceAllocation deviceGrads, deviceWeights, staging;
-  mt::cuda::WeightSender sender;
+  mt::cuda::DeviceAllocation deviceGrads, deviceWeights;
   mt::cuda::Stream h2d = mt::cuda::Stream::create(), d2h = mt::cuda::Stream::create();
   std::vector<mt::cuda::Event> landed, sent; // per slot
   mt::plan::AdamW config;
 
   Bench(int64_t params, int64_t chunk, int64_t slots)
-      : params(params), chunk(chunk), slots(slots),
-        param(static_cast<float *>(std::aligned_alloc(4096, (params * 4 + 4095) / 4096 * 4096)),
-              &std::free),
-        pinnedParam({{param.get(), static_cast<size_t>(params * 4)}}), m(params), v(params),
+      : params(params), chunk(chunk), slots(slots), param(params), m(params), v(params),
         grads(params), ring(chunk * slots), copies(params), copyRing(chunk * slots),
         deviceGrads(mt::cuda::DeviceAllocation::create(params * 4)),
-        deviceWeights(mt::cuda::DeviceAllocation::create(params * 2)),
-        staging(mt::cuda::DeviceAllocation::create(chunk * 4)),
-        sender(pinnedParam, reinterpret_cast<float *>(staging.data()), chunk) {
-    std::fill(param.get(), param.get() + params, 1.0f);
+        deviceWeights(mt::cuda::DeviceAllocation::create(params * 4)) {
+    std::fill(param.data, param.data + params, 1.0f);
     for (int64_t s = 0; s < slots; ++s) {
       landed.push_back(mt::cuda::Event::forOrdering());
       sent.push_back(mt::cuda::Event::forOrdering());
@@ -144,20 +133,17 @@ struct Bench {
         copy = copyRing.data + 1 + (k % slots) * chunk;
       }
       if (route == Route::Bare || route == Route::Sent) {
-        auto update = [&](int64_t, int64_t) {
-          mt::adamwUpdate(param.get() + first, m.data() + first, v.data() + first, grad, count,
-                          1e-4, 0.1, config, step);
-        };
-        if (route == Route::Bare)
-          update(first, count);
-        else
-          sender.send({reinterpret_cast<uint16_t *>(deviceWeights.data())}, param.get(), first,
-                      count, update);
+        mt::adamwUpdate(param.data + first, m.data() + first, v.data() + first, grad, count, 1e-4,
+                        0.1, config, step);
+        if (route == Route::Sent)
+          MT_CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<float *>(deviceWeights.data()) + first,
+                                        param.data + first, count * 4, cudaMemcpyHostToDevice,
+                                        h2d));
         if (k + slots < chunks)
           pull(route, k + slots);
         continue;
       }
-      mt::adamwUpdate(param.get() + first, m.data() + first, v.data() + first, grad, count, 1e-4,
+      mt::adamwUpdate(param.data + first, m.data() + first, v.data() + first, grad, count, 1e-4,
                       0.1, config, step, copy);
       if (route == Route::Alone)
         continue;
@@ -170,10 +156,6 @@ struct Bench {
     }
     MT_CUDA_CHECK(cudaStreamSynchronize(h2d));
     MT_CUDA_CHECK(cudaStreamSynchronize(d2h));
-    if (route == Route::Sent) {
-      sender.mark(each.emplace_back(mt::cuda::Event::forOrdering()));
-      MT_CUDA_CHECK(cudaEventSynchronize(each.back()));
-    }
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return params / seconds;
   }

@@ -1,16 +1,13 @@
 // Unit test of the host state's random draw (runtime/HostState::initializeRandomly): a state of
 // several draw runs holds the same weights on every rank (each its shard), matrices are drawn
-// from N(0, 0.02), vectors start at one (biases at zero), and the seed decides the draw; the
-// state keeps no bf16 copies of persistent weights.
+// from N(0, 0.02), vectors start at one (biases at zero), and the seed decides the draw.
 #include "runtime/HostState.h"
-#include "runtime/AdamW.h"
 #include "test/Unit/Expect.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <vector>
 
 namespace {
 
@@ -86,35 +83,5 @@ int main() {
                     whole.parameters[3].count * sizeof(float)) != 0,
         "another seed draws the same");
   std::printf("several runs: every rank's shard is the whole state's, every draw the same\n");
-
-  // Layer 0's weights persistent on the device (a persistent prefetch reads them): the state
-  // keeps bf16 copies of the embedding's alone, 2 bytes a parameter less for the rest.
-  mt::plan::Plan persistentPlan = plan;
-  mt::plan::Program *step = persistentPlan.mutable_step();
-  mt::plan::Command *prefetch = step->add_commands();
-  prefetch->set_op("mt.prefetch");
-  (*prefetch->mutable_attributes())["persistent"].set_flag(true);
-  for (int p = 0; p < persistentPlan.parameters_size(); ++p) {
-    step->add_values()->set_parameter(p);
-    if (persistentPlan.parameters(p).layer() == 0)
-      prefetch->add_operands(p);
-  }
-  std::vector<bool> persistent = mt::persistentParameters(persistentPlan);
-  check(persistent == std::vector<bool>{false, true, true, true},
-        "the persistent parameters are not layer 0's");
-  mt::HostState copies(plan, true), kept(persistentPlan, true);
-  kept.initializeRandomly(11);
-  kept.refreshStreamCopies();
-  int64_t elements = 0;
-  for (const mt::ParameterState &parameter : kept.parameters)
-    elements += parameter.count;
-  check(copies.bytes() == elements * 14 && kept.bytes() == elements * 12 + 700000 * 2,
-        "the state with persistent weights takes " + std::to_string(kept.bytes()) + " bytes");
-  check(kept.parameters[0].streamCopy && !kept.parameters[1].streamCopy &&
-            !kept.parameters[3].streamCopy,
-        "a persistent weight keeps a bf16 copy");
-  check(kept.parameters[0].streamCopy[12345] == mt::toBfloat16(kept.parameters[0].master[12345]),
-        "the embedding's copy is not its masters rounded");
-  std::printf("persistent weights: no bf16 copies, the others' current\n");
   return failures ? 1 : 0;
 }
