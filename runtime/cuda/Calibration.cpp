@@ -62,37 +62,25 @@ double sustainedProductRate(CublasLt &blas, const void *inputs, void *outputs,
   // Each projection: [tokens, in] x [out, in]^T -> [tokens, out].
   const int64_t projections[][2] = {
       {hidden, 3 * hidden}, {hidden, hidden}, {hidden, 2 * ffn}, {ffn, hidden}};
-  double flops = 0;
-  auto layer = [&] {
-    for (const auto &[in, out] : projections) {
-      MatmulShape forward{tokens, out, in, false, true, 1, 0, 0, 0, CUDA_R_16BF};
-      MatmulShape inputGradient{tokens, in, out, false, false, 1, 0, 0, 0, CUDA_R_16BF};
-      MatmulShape weightGradient{out, in, tokens, true, false, 1, 0, 0, 0, CUDA_R_32F};
-      for (int pass = 0; pass < 2; ++pass)
-        blas.matmul(forward, inputs, inputs, outputs, false, stream);
-      blas.matmul(inputGradient, inputs, inputs, outputs, false, stream);
-      blas.matmul(weightGradient, inputs, inputs, outputs, false, stream);
-      flops += 4 * 2.0 * tokens * in * out;
-    }
+  double flops = 0; // a layer's
+  for (const auto &[in, out] : projections)
+    flops += 4 * 2.0 * tokens * in * out;
+  const int timedLayers = 24;
+  auto layers = [&] {
+    for (int i = 0; i < timedLayers; ++i)
+      for (const auto &[in, out] : projections) {
+        MatmulShape forward{tokens, out, in, false, true, 1, 0, 0, 0, CUDA_R_16BF};
+        MatmulShape inputGradient{tokens, in, out, false, false, 1, 0, 0, 0, CUDA_R_16BF};
+        MatmulShape weightGradient{out, in, tokens, true, false, 1, 0, 0, 0, CUDA_R_32F};
+        for (int pass = 0; pass < 2; ++pass)
+          blas.matmul(forward, inputs, inputs, outputs, false, stream);
+        blas.matmul(inputGradient, inputs, inputs, outputs, false, stream);
+        blas.matmul(weightGradient, inputs, inputs, outputs, false, stream);
+      }
   };
-  // About half a second at these clocks' rates first, so that the timed layers run at the
-  // clocks the GPU keeps under load.
-  for (int i = 0; i < 12; ++i)
-    layer();
-  flops = 0;
-  cudaEvent_t start, stop;
-  MT_CUDA_CHECK(cudaEventCreate(&start));
-  MT_CUDA_CHECK(cudaEventCreate(&stop));
-  MT_CUDA_CHECK(cudaEventRecord(start, stream));
-  for (int i = 0; i < 24; ++i)
-    layer();
-  MT_CUDA_CHECK(cudaEventRecord(stop, stream));
-  MT_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms;
-  MT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  MT_CUDA_CHECK(cudaEventDestroy(start));
-  MT_CUDA_CHECK(cudaEventDestroy(stop));
-  return flops / (ms / 1e3);
+  // fastest's untimed first run (about a second) brings the GPU to the clocks it keeps under
+  // load; the timed one follows.
+  return timedLayers * flops / fastest(1, stream, layers);
 }
 
 } // namespace

@@ -86,8 +86,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
           parameter.master + first, parameter.firstMoment + first, parameter.secondMoment + first,
           grad, count, lrAt(step), decays[p].rate, adamw, step,
           parameter.streamCopy ? parameter.streamCopy + first : nullptr, clip, decays[p].center,
-          // A measured step's updating run is not the measured one (cuDNN's
-          // atomic dq differs in its last bits): what is not finite stays out.
+          // A measured step's updating run is not the measured one (cuDNN's atomic dq differs
+          // in its last bits): what is not finite stays out.
           /*guarded=*/gated || measuringPass);
     };
     if (backend)
