@@ -457,30 +457,9 @@ private:
     } else if (persistentLayers > 0) {
       why = "the persistent weights receive each update's bf16 copy";
     } else if (weightStream == "auto") {
-      FailureOr<StepEstimate> copies = estimateStep(module, profile, costOptions(interval, mode));
-      FailureOr<StepEstimate> fp32 =
-          estimateStep(module, profile, costOptions(interval, mode, /*streamMasters=*/true));
-      if (failed(copies) || failed(fp32))
-        return failure();
-      // Two bytes a parameter of host memory (a seventh of the state) are worth a step 2%
-      // slower; where the doubled PCIe bytes cost more, the host keeps the copies, unless
-      // they would not fit in the target's host memory (what the system leaves of it).
-      masters = fp32->predictedStepSeconds <= copies->predictedStepSeconds * 1.02;
-      char numbers[256];
-      std::snprintf(numbers, sizeof numbers,
-                    "the cost model predicts a step of %.3g s streaming the fp32 masters, %.3g s "
-                    "streaming bf16 copies",
-                    fp32->predictedStepSeconds, copies->predictedStepSeconds);
-      why = numbers;
-      double hostRoom = profile.hostMemoryBytes * kHostShare;
-      if (!masters && hostRoom > 0 && static_cast<double>(copies->hostBytes) > hostRoom) {
-        masters = true;
-        std::snprintf(numbers, sizeof numbers,
-                      "; with bf16 copies the host state (%s) would pass %.0f%% of the host's %s",
-                      formatBytes(static_cast<double>(copies->hostBytes)).c_str(), kHostShare * 100,
-                      formatBytes(profile.hostMemoryBytes).c_str());
-        why += numbers;
-      }
+      // The copies are the split masters' high halves: they cost the host no memory, and the
+      // fp32 masters would cost twice the PCIe bytes.
+      why = "the host's split masters hold them (12 bytes a parameter either way)";
     }
     module->setAttr(kStreamMasters, b.getBoolAttr(masters));
     if (masters && schedule && peakDeviceBytes(module) > planBudget) {

@@ -333,17 +333,16 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     `mt.model_flops`, `mt.predicted_step_seconds`), which the plan carries. When no plan
     fits, the error gives the smallest plan's bytes and what its largest phase holds.
 
-    `weight-stream` says where prefetch streams the weights from: `bf16`, copies the host
-    keeps beside the fp32 masters (14 bytes a parameter); `fp32`, the masters themselves,
-    cast to the bf16 slots on the device (12 bytes a parameter, twice the PCIe bytes);
-    `auto` the masters where the cost model predicts a step at most 2% slower (where PCIe
-    has room: wide layers, many tokens a step), and where the staging buffer fits. With fp32
-    device floats the slots read the masters anyway. The module records the choice
+    `weight-stream` says where prefetch streams the weights from: `bf16`, the high halves of
+    the host's split fp32 masters, which are their bf16 copies; `fp32`, the masters
+    themselves, cast to the bf16 slots on the device (twice the PCIe bytes), where the
+    staging buffer fits; `auto`, bf16 (the host holds 12 bytes a parameter either way). With
+    fp32 device floats the slots read the masters anyway. The module records the choice
     (`mt.stream_masters`) and why (`mt.weight_stream`). `resident-layers` and
     `persistent-layers` go to mt-insert-transfers as they are (`mt.persistent_layers`
     records the latter): the device memory they take counts against the budget. Persistent
-    weights need bf16 device floats and the host's bf16 copies (each update's copy is what
-    the device receives).
+    weights need bf16 device floats and the host's bf16 copies (each update's high halves are
+    what the device receives).
 
     `gradient-ring` says where the ring of gradients is, where each update starts as its
     gradient lands (one run a step): `host`, pinned host memory each gradient lands in;
@@ -381,7 +380,7 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     Option<"target", "target", "std::string", "\"h200\"",
            "The device profile: h200, h100, or a JSON profile from mt-run --calibrate">,
     Option<"weightStream", "weight-stream", "std::string", "\"auto\"",
-           "Where streamed weights come from: auto, bf16 (host copies) or fp32 (the masters)">,
+           "Where streamed weights come from: auto, bf16 (the masters' high halves) or fp32 (the masters)">,
     Option<"residentLayers", "resident-layers", "int64_t", "0",
            "The last layers whose weights stay on the device from forward to backward">,
     Option<"savedLayers", "saved-layers", "int64_t", "0",

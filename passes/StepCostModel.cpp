@@ -359,14 +359,13 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         callee && !callee->hasAttr("mt.backward_of"))
       ++estimate.templates;
 
-  // What crosses PCIe and lives in host memory: weight slots hold device floats (bf16 unless
-  // the module says otherwise), filled from the host's copies of that width or from the fp32
-  // masters.
+  // What crosses PCIe: weight slots hold device floats (bf16 unless the module says
+  // otherwise), filled from the host's copies of that width (the split masters' high halves)
+  // or from the fp32 masters.
   auto floatBytes = module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes);
   int64_t slot = floatBytes ? floatBytes.getInt() : 2;
   int64_t stream = options.streamMasters ? 4 : slot;
-  bool hostCopies = stream != 4;
-  estimate.streamMasters = !hostCopies;
+  estimate.streamMasters = stream == 4;
   int64_t checkpoints = 0, maxLayerParams = 0, maxCheckpoint = 0;
   int64_t maxBackwardActivations = 0, savedBytes = 0;
   for (auto [i, layer] : llvm::enumerate(layers)) {
@@ -492,14 +491,14 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const double cached = pulled ? pulledGradientCacheShare(profile) : 0;
   const double params = static_cast<double>(estimate.params);
   const double gradientBytes = weightPasses * params * 4;
-  // A persistent weight's update writes its bf16 copy into host memory as any update does,
-  // and the copy crosses once a step, a copy's bytes like the others'.
+  // A persistent weight's bf16 copy (its master's high half) crosses once a step, a copy's
+  // bytes like the others'.
   const double stepBytes =
-      adamwBytes(params, hostCopies, cached) +
+      adamwBytes(params, cached) +
       static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
       cached * gradientBytes;
   const double adamwSeconds =
-      (ringed ? stepBytes / adamwBytes(params, hostCopies) : 1.0) / profile.hostAdamParamsPerSecond;
+      (ringed ? stepBytes / adamwBytes(params) : 1.0) / profile.hostAdamParamsPerSecond;
   double edgeSeconds = micro * edge.seconds(profile);
   const int64_t epilogueParams = edgeParams - prologueParams;
   // Update ids within a step: layer n is n, the epilogue L, the prologue L + 1; step s's are
@@ -646,7 +645,7 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // the gradients landing last waiting for the first's updates). Where it has not, the
   // shallowest depth within 1% of the fastest that fits. A pulled ring fits in the device
   // memory left beside the plan's peak instead.
-  int64_t stateBytes = estimate.params * (12 + (hostCopies ? 2 : 0)) + offloadedCheckpoints;
+  int64_t stateBytes = estimate.params * 12 + offloadedCheckpoints;
   auto fits = [&](int64_t depth) {
     double ring =
         static_cast<double>(gradientRingBytes(depth, ringLayerBytes, estimate.params * 4));

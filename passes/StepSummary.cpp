@@ -168,7 +168,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
       "host        {0}, {1:f1} bytes per parameter (fp32 masters and moments{2}, fp32 "
       "gradients{3}, checkpoints)\n",
       formatBytes(step->hostBytes), step->hostBytesPerParam,
-      step->streamMasters ? "" : ", bf16 copies",
+      step->streamMasters ? "" : ", masters split into bf16 copies and low halves",
       step->pullGradients ? std::string(" pulled through four pinned slots")
       : step->gradientRingLayers > 0
           ? llvm::formatv(" in a ring of {0} layers'", step->gradientRingLayers).str()

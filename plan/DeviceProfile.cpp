@@ -162,8 +162,8 @@ double pulledGradientCacheShare(const DeviceProfile &profile) {
   if (!(profile.hostAdamPulledParamsPerSecond > 0 && profile.hostAdamParamsPerSecond > 0))
     return 0;
   double bytes =
-      adamwBytes(1, true) * profile.hostAdamParamsPerSecond / profile.hostAdamPulledParamsPerSecond;
-  return std::clamp((adamwBytes(1, true) + 4 - bytes) / 8, 0.0, 1.0);
+      adamwBytes(1) * profile.hostAdamParamsPerSecond / profile.hostAdamPulledParamsPerSecond;
+  return std::clamp((adamwBytes(1) + 4 - bytes) / 8, 0.0, 1.0);
 }
 
 double adamwSlowdown(double adamwBytes, double copiedBytes) {

@@ -32,16 +32,17 @@ struct DeviceProfile {
 double attentionRate(const DeviceProfile &profile);
 
 /// The host-memory bytes one AdamW update of `count` elements reads and writes: the gradient,
-/// the master and both moments read, the master and moments written, and the bf16 copy. Of a
-/// gradient pulled just before its update, the share `cached` is read from the CPU's cache
-/// (where the host's I/O writes land there), not from host memory.
-inline double adamwBytes(double count, bool bf16, double cached = 0) {
-  return count * ((4 - cached) * 4 + 3 * 4 + (bf16 ? 2 : 0));
+/// the master and both moments read, the master and moments written (a split master's high
+/// half is the device's bf16 copy: no bytes of its own). Of a gradient pulled just before its
+/// update, the share `cached` is read from the CPU's cache (where the host's I/O writes land
+/// there), not from host memory.
+inline double adamwBytes(double count, double cached = 0) {
+  return count * ((4 - cached) * 4 + 3 * 4);
 }
 
 /// The share of a pulled gradient's bytes that stays in the CPU's cache, from the profile's
-/// AdamW rates: alone, AdamW moves 30 bytes a parameter (bf16 copy included); pulled, its
-/// pulls' DMA adds the gradient's 4 written where it reads 4, up to 34, less 8 a parameter for
+/// AdamW rates: alone, AdamW moves 28 bytes a parameter; pulled, its pulls' DMA adds the
+/// gradient's 4 written where it reads 4, up to 32, less 8 a parameter for
 /// the share the cache keeps. 0 where the pulled rate is unknown.
 double pulledGradientCacheShare(const DeviceProfile &profile);
 

@@ -1,6 +1,7 @@
 // AdamW: the update, the learning-rate schedule and global-norm clipping.
 #include "runtime/AdamW.h"
 
+#include "runtime/MasterHalves.h"
 #include "runtime/ThreadPool.h"
 
 #include <algorithm>
@@ -221,14 +222,6 @@ float clipScale(double norm, double maxNorm) {
   return maxNorm > 0 && norm > maxNorm ? static_cast<float>(maxNorm / (norm + 1e-6)) : 1.0f;
 }
 
-uint16_t toBfloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((bits >> 16) | 0x40); // a quiet NaN stays one
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
-}
-
 namespace {
 
 /// The constants of one update, in the float precision torch's AdamW computes them.
@@ -246,33 +239,68 @@ struct AdamWStep {
         eps(config.eps()) {}
 };
 
+/// Master i of `w` as a float, and back.
+float loadMaster(const MasterWeights &w, int64_t i) {
+  return w.values ? w.values[i] : joinHalves(w.high[i], w.low[i]);
+}
+void storeMaster(const MasterWeights &w, int64_t i, float value) {
+  if (w.values)
+    w.values[i] = value;
+  else
+    splitMaster(value, w.high[i], w.low[i]);
+}
+
 /// The same fp32 operations in the same order as torch's single-tensor AdamW, and the
 /// gradient's squares into the lanes of a chunk that starts at `origin`.
-void updateElements(const AdamWStep &k, float *param, float *m, float *v, const float *grad,
-                    uint16_t *bf16, int64_t begin, int64_t end, double *lanes, int64_t origin) {
+void updateElements(const AdamWStep &k, const MasterWeights &w, float *m, float *v,
+                    const float *grad, int64_t begin, int64_t end, double *lanes, int64_t origin) {
   for (int64_t i = begin; i < end; ++i) {
     lanes[(i - origin) % kSquareLanes] += static_cast<double>(grad[i]) * grad[i];
     float g = grad[i] * k.gradScale; // torch's clip_grad_norm_ scales in place, in fp32
-    param[i] = (param[i] - k.center) * k.decay + k.center;
+    float p = (loadMaster(w, i) - k.center) * k.decay + k.center;
     m[i] = m[i] * k.beta1 + g * k.oneMinusBeta1;
     v[i] = v[i] * k.beta2 + g * g * k.oneMinusBeta2;
     float denom = std::sqrt(v[i]) / k.correction2Sqrt + k.eps;
-    param[i] += k.negativeStepSize * (m[i] / denom);
-    if (bf16)
-      bf16[i] = toBfloat16(param[i]);
+    p += k.negativeStepSize * (m[i] / denom);
+    storeMaster(w, i, p);
   }
 }
 
 /// One chunk's update: the chunk's gradient squares go to `lanes` as squaresScalar puts them.
-void updateScalar(const AdamWStep &k, float *param, float *m, float *v, const float *grad,
-                  uint16_t *bf16, int64_t begin, int64_t end, double *lanes) {
-  updateElements(k, param, m, v, grad, bf16, begin, end, lanes, begin);
+void updateScalar(const AdamWStep &k, const MasterWeights &w, float *m, float *v, const float *grad,
+                  int64_t begin, int64_t end, double *lanes) {
+  updateElements(k, w, m, v, grad, begin, end, lanes, begin);
+}
+
+// 16 masters at once: joined from their halves as joinHalves does (the high half shifted up,
+// the low half added as a signed difference), split as splitMaster does.
+__attribute__((target("avx512f"))) __m512 loadMasters16(const MasterWeights &w, int64_t i) {
+  if (w.values)
+    return _mm512_loadu_ps(w.values + i);
+  __m512i high = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<__m256i *>(w.high + i)));
+  __m512i low = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<__m256i *>(w.low + i)));
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(high, 16), low));
+}
+
+__attribute__((target("avx512f"))) void storeMasters16(const MasterWeights &w, int64_t i,
+                                                       __m512 p) {
+  if (w.values) {
+    _mm512_storeu_ps(w.values + i, p);
+    return;
+  }
+  __m512i bits = _mm512_castps_si512(p);
+  __m512i high = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x8000)), 16);
+  __mmask16 nan = _mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q);
+  high = _mm512_mask_mov_epi32(
+      high, nan, _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(w.high + i), _mm512_cvtepi32_epi16(high));
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(w.low + i), _mm512_cvtepi32_epi16(bits));
 }
 
 // The vector paths do the scalar path's operations one by one (no fused multiply-add), so
 // their results are bit-identical to it; they square the gradient as it is loaded.
-__attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *param, float *m,
-                                                     float *v, const float *grad, uint16_t *bf16,
+__attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, const MasterWeights &w,
+                                                     float *m, float *v, const float *grad,
                                                      int64_t begin, int64_t end, double *lanes) {
   const __m512 gradScale = _mm512_set1_ps(k.gradScale), decay = _mm512_set1_ps(k.decay),
                center = _mm512_set1_ps(k.center), beta1 = _mm512_set1_ps(k.beta1),
@@ -282,55 +310,51 @@ __attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, float *
                correction = _mm512_set1_ps(k.correction2Sqrt), eps = _mm512_set1_ps(k.eps);
   static_assert(kSquareLanes == 16, "16 floats a vector, 8 doubles a half");
   __m512d firstLanes = _mm512_loadu_pd(lanes), lastLanes = _mm512_loadu_pd(lanes + 8);
-  // The bf16 copy is read next by the device's DMA, never by this CPU: streaming stores write
-  // it without first reading each line into cache (2 bytes a parameter of traffic saved)
-  // and leave the cache to the arrays the update reads. They need 16-byte alignment.
-  const bool stream = bf16 && reinterpret_cast<uintptr_t>(bf16 + begin) % 16 == 0;
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
     __m512 raw = _mm512_loadu_ps(grad + i);
     addSquares(raw, firstLanes, lastLanes);
     __m512 g = _mm512_mul_ps(raw, gradScale);
-    __m512 p = _mm512_add_ps(
-        _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(param + i), center), decay), center);
+    __m512 p =
+        _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(loadMasters16(w, i), center), decay), center);
     __m512 mi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(m + i), beta1),
                               _mm512_mul_ps(g, oneMinusBeta1));
     __m512 vi = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(v + i), beta2),
                               _mm512_mul_ps(_mm512_mul_ps(g, g), oneMinusBeta2));
     __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), correction), eps);
     p = _mm512_add_ps(p, _mm512_mul_ps(stepSize, _mm512_div_ps(mi, denom)));
-    _mm512_storeu_ps(param + i, p);
+    storeMasters16(w, i, p);
     _mm512_storeu_ps(m + i, mi);
     _mm512_storeu_ps(v + i, vi);
-    if (bf16) {
-      // toBfloat16 on 16 lanes: round to nearest even, NaNs kept quiet.
-      __m512i bits = _mm512_castps_si512(p);
-      __m512i high = _mm512_srli_epi32(bits, 16);
-      __m512i rounded = _mm512_srli_epi32(
-          _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                                  _mm512_and_si512(high, _mm512_set1_epi32(1)))),
-          16);
-      __mmask16 nan = _mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q);
-      rounded = _mm512_mask_mov_epi32(rounded, nan,
-                                      _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
-      __m256i copy = _mm512_cvtepi32_epi16(rounded);
-      if (stream) {
-        _mm_stream_si128(reinterpret_cast<__m128i *>(bf16 + i), _mm256_castsi256_si128(copy));
-        _mm_stream_si128(reinterpret_cast<__m128i *>(bf16 + i + 8),
-                         _mm256_extracti128_si256(copy, 1));
-      } else
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(bf16 + i), copy);
-    }
   }
-  if (stream)
-    _mm_sfence(); // streamed stores are weakly ordered: visible before the chunk is done
   _mm512_storeu_pd(lanes, firstLanes);
   _mm512_storeu_pd(lanes + 8, lastLanes);
-  updateElements(k, param, m, v, grad, bf16, i, end, lanes, begin);
+  updateElements(k, w, m, v, grad, i, end, lanes, begin);
 }
 
-__attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param, float *m,
-                                                float *v, const float *grad, uint16_t *bf16,
+// 8 masters at once for AVX2, which has no narrowing store: split masters are split lane by
+// lane on the way out.
+__attribute__((target("avx2"))) __m256 loadMasters8(const MasterWeights &w, int64_t i) {
+  if (w.values)
+    return _mm256_loadu_ps(w.values + i);
+  __m256i high = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<__m128i *>(w.high + i)));
+  __m256i low = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<__m128i *>(w.low + i)));
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(high, 16), low));
+}
+
+__attribute__((target("avx2"))) void storeMasters8(const MasterWeights &w, int64_t i, __m256 p) {
+  if (w.values) {
+    _mm256_storeu_ps(w.values + i, p);
+    return;
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, p);
+  for (int j = 0; j < 8; ++j)
+    splitMaster(lanes[j], w.high[i + j], w.low[i + j]);
+}
+
+__attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, const MasterWeights &w,
+                                                float *m, float *v, const float *grad,
                                                 int64_t begin, int64_t end, double *lanes) {
   const __m256 gradScale = _mm256_set1_ps(k.gradScale), decay = _mm256_set1_ps(k.decay),
                center = _mm256_set1_ps(k.center), beta1 = _mm256_set1_ps(k.beta1),
@@ -348,28 +372,25 @@ __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, float *param
     int half = 2 * static_cast<int>(((i - begin) / 8) & 1);
     addSquares(raw, sums[half], sums[half + 1]);
     __m256 g = _mm256_mul_ps(raw, gradScale);
-    __m256 p = _mm256_add_ps(
-        _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(param + i), center), decay), center);
+    __m256 p =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(loadMasters8(w, i), center), decay), center);
     __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), beta1),
                               _mm256_mul_ps(g, oneMinusBeta1));
     __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
                               _mm256_mul_ps(_mm256_mul_ps(g, g), oneMinusBeta2));
     __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), correction), eps);
     p = _mm256_add_ps(p, _mm256_mul_ps(stepSize, _mm256_div_ps(mi, denom)));
-    _mm256_storeu_ps(param + i, p);
+    storeMasters8(w, i, p);
     _mm256_storeu_ps(m + i, mi);
     _mm256_storeu_ps(v + i, vi);
-    if (bf16)
-      for (int j = 0; j < 8; ++j)
-        bf16[i + j] = toBfloat16(param[i + j]);
   }
   for (int s = 0; s < 4; ++s)
     _mm256_storeu_pd(lanes + 4 * s, sums[s]);
-  updateElements(k, param, m, v, grad, bf16, i, end, lanes, begin);
+  updateElements(k, w, m, v, grad, i, end, lanes, begin);
 }
 
-using UpdateRange = void (*)(const AdamWStep &, float *, float *, float *, const float *,
-                             uint16_t *, int64_t, int64_t, double *);
+using UpdateRange = void (*)(const AdamWStep &, const MasterWeights &, float *, float *,
+                             const float *, int64_t, int64_t, double *);
 
 UpdateRange vectorUpdate() {
   return forVectorUnit<UpdateRange>(updateScalar, updateAvx2, updateAvx512);
@@ -381,16 +402,16 @@ const char *adamwVectorUnit() {
   return forVectorUnit<const char *>("scalar", "avx2", "avx512");
 }
 
-void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
+void adamwUpdateScalar(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
-                       uint16_t *bf16, float decayCenter) {
+                       float decayCenter) {
   double lanes[kSquareLanes] = {};
-  updateScalar(AdamWStep(config, lr, weightDecay, step, 1.0f, decayCenter), param, m, v, grad, bf16,
-               0, count, lanes);
+  updateScalar(AdamWStep(config, lr, weightDecay, step, 1.0f, decayCenter), param, m, v, grad, 0,
+               count, lanes);
 }
 
-double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
-                   double weightDecay, const plan::AdamW &config, int64_t step, uint16_t *bf16,
+double adamwUpdate(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
+                   double lr, double weightDecay, const plan::AdamW &config, int64_t step,
                    float gradScale, float decayCenter, bool guarded) {
   AdamWStep constants(config, lr, weightDecay, step, gradScale, decayCenter);
   UpdateRange update = vectorUpdate();
@@ -403,18 +424,15 @@ double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t 
     int64_t begin = c * kNormChunk, end = std::min(count, begin + kNormChunk);
     if (guarded) {
       // The chunk's gradient measured first, while it stays in cache: a chunk with a value
-      // that is not finite keeps its weights and moments.
+      // that is not finite keeps its weights (and so its bf16 copy) and moments.
       double measured = chunkSquares(squares, grad, begin, end);
       if (!std::isfinite(measured)) {
         partial[c] = measured;
-        // The copy holds the weights kept, whatever it held before.
-        for (int64_t i = begin; bf16 && i < end; ++i)
-          bf16[i] = toBfloat16(param[i]);
         return;
       }
     }
     double lanes[kSquareLanes] = {};
-    update(constants, param, m, v, grad, bf16, begin, end, lanes);
+    update(constants, param, m, v, grad, begin, end, lanes);
     partial[c] = combineLanes(lanes);
   });
   return sumInOrder(partial);

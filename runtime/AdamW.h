@@ -44,33 +44,41 @@ double squaredNormScalar(const float *values, int64_t count);
 /// can differ in the last bit.
 float clipScale(double norm, double maxNorm);
 
-/// `value` rounded to bfloat16 (nearest even; NaN stays NaN): the copy the device streams.
-uint16_t toBfloat16(float value);
+/// Where an update finds the fp32 masters it updates: whole floats (`values`), or split into
+/// halves (MasterHalves.h): `high`, the bf16 copy the device streams, and `low`.
+struct MasterWeights {
+  float *values = nullptr;
+  uint16_t *high = nullptr, *low = nullptr;
+  MasterWeights(float *values) : values(values) {}
+  MasterWeights(uint16_t *high, uint16_t *low) : high(high), low(low) {}
+  /// The same masters from element `offset` on.
+  MasterWeights operator+(int64_t offset) const {
+    return values ? MasterWeights(values + offset) : MasterWeights(high + offset, low + offset);
+  }
+};
 
 /// The vector unit adamwUpdate uses on this CPU: "avx512", "avx2" or "scalar".
 const char *adamwVectorUnit();
 
-/// One update of one parameter in place, on every core: `step` counts from 1. With `bf16`,
-/// also writes the updated weights rounded to bfloat16 (nearest even): the copy the CUDA
-/// backend streams for the next forward. The gradient is taken times `gradScale` (clipScale),
-/// the bits of scaling it in place first, without the pass over memory. Every vector unit
-/// gives bit-identical results. Returns squaredNorm(grad, count) of the gradient as given,
-/// bit for bit, summed while each chunk is in cache. Weight decay pulls the parameter toward
-/// `decayCenter`: a parameter that holds PyTorch's `weight` plus a constant (Parameter's
-/// source_offset) decays as `weight` decays toward 0. `guarded`: each chunk of 64Ki elements
-/// whose gradient holds a value that is not finite keeps its weights and moments (the
-/// returned squares are then not finite), and its bf16 copy is of those weights: no such
-/// value reaches the state. The bf16 copy bypasses the cache (streaming stores: only the
-/// device's DMA reads it).
-double adamwUpdate(float *param, float *m, float *v, const float *grad, int64_t count, double lr,
-                   double weightDecay, const plan::AdamW &config, int64_t step,
-                   uint16_t *bf16 = nullptr, float gradScale = 1.0f, float decayCenter = 0.0f,
-                   bool guarded = false);
+/// One update of one parameter in place, on every core: `step` counts from 1. Split masters
+/// move 28 bytes a parameter, as whole ones do, and their high half is the bf16 copy the CUDA
+/// backend streams for the next forward, current with no bytes of its own. The gradient is
+/// taken times `gradScale` (clipScale), the bits of scaling it in place first, without the
+/// pass over memory. Every vector unit gives bit-identical results. Returns
+/// squaredNorm(grad, count) of the gradient as given, bit for bit, summed while each chunk is
+/// in cache. Weight decay pulls the parameter toward `decayCenter`: a parameter that holds
+/// PyTorch's `weight` plus a constant (Parameter's source_offset) decays as `weight` decays
+/// toward 0. `guarded`: each chunk of 64Ki elements whose gradient holds a value that is not
+/// finite keeps its weights and moments (the returned squares are then not finite): no such
+/// value reaches the state.
+double adamwUpdate(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
+                   double lr, double weightDecay, const plan::AdamW &config, int64_t step,
+                   float gradScale = 1.0f, float decayCenter = 0.0f, bool guarded = false);
 
 /// The scalar reference of adamwUpdate, one thread, for tests of the vector paths.
-void adamwUpdateScalar(float *param, float *m, float *v, const float *grad, int64_t count,
+void adamwUpdateScalar(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
-                       uint16_t *bf16 = nullptr, float decayCenter = 0.0f);
+                       float decayCenter = 0.0f);
 
 } // namespace mt
 

@@ -2,6 +2,7 @@
 #include "runtime/HostState.h"
 
 #include "runtime/AdamW.h"
+#include "runtime/MasterHalves.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/ThreadPool.h"
 
@@ -45,28 +46,26 @@ void drawPair(uint64_t key, int64_t j, float &even, float &odd) {
 constexpr int64_t kPage = 4096;
 constexpr int64_t kHugePage = 2 << 20;
 
-/// Bytes of host state for `held` masters (with their bf16 copies when `streamCopy`) and the
+/// Bytes of host state for `held` masters (whole or split, 4 bytes either way) and the
 /// moments of `owned` parameters: a layer block's, or the whole state's.
-int64_t stateBytes(int64_t held, int64_t owned, bool streamCopy) {
-  return held * (4 + (streamCopy ? 2 : 0)) + owned * 8;
-}
+int64_t stateBytes(int64_t held, int64_t owned) { return held * 4 + owned * 8; }
 
 /// Refuses, before anything is allocated, host state larger than the memory available.
-void checkHostMemory(const std::vector<ParameterState> &parameters, bool streamCopy) {
+void checkHostMemory(const std::vector<ParameterState> &parameters) {
   int64_t held = 0, owned = 0;
   for (const ParameterState &p : parameters) {
     held += p.held.size();
     owned += p.owned.size();
   }
-  double bytes = static_cast<double>(stateBytes(held, owned, streamCopy));
+  double bytes = static_cast<double>(stateBytes(held, owned));
   int64_t available = availableHostBytes();
   if (available >= 0 && bytes > static_cast<double>(available)) {
     char message[256];
     std::snprintf(message, sizeof message,
-                  "the host state needs %.1f GiB (%lld parameters: fp32 masters and moments%s) "
+                  "the host state needs %.1f GiB (%lld parameters: fp32 masters and moments) "
                   "but this machine has %.1f GiB available",
                   bytes / (1 << 30), static_cast<long long>(held),
-                  streamCopy ? ", bf16 copies" : "", static_cast<double>(available) / (1 << 30));
+                  static_cast<double>(available) / (1 << 30));
     throw std::runtime_error(message);
   }
 }
@@ -116,8 +115,9 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return layers[a] < layers[b]; });
-  checkHostMemory(parameters, streamCopy);
-  // One allocation per layer: [masters | first moments | second moments | bf16 copies].
+  checkHostMemory(parameters);
+  // One allocation per layer: [masters | first moments | second moments], split masters as
+  // [high halves (bf16 copies) | low halves]: a layer's copies cross in one piece.
   for (size_t first = 0; first < order.size();) {
     size_t last = first;
     int64_t elements = 0, owned = 0;
@@ -125,7 +125,7 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
       elements += parameters[order[last]].held.size();
       owned += parameters[order[last]].owned.size();
     }
-    int64_t bytes = stateBytes(elements, owned, streamCopy);
+    int64_t bytes = stateBytes(elements, owned);
     char *block = allocateHostBlock(bytes);
     if (!block)
       throw std::runtime_error("cannot allocate " + std::to_string(bytes) +
@@ -135,14 +135,15 @@ HostState::HostState(const plan::Plan &plan, bool streamCopy, int rank, int rank
     blocks.push_back({layers[order[first]], block, bytes});
     float *master = reinterpret_cast<float *>(block);
     float *firstMoment = master + elements, *secondMoment = firstMoment + owned;
-    uint16_t *copy = streamCopy ? reinterpret_cast<uint16_t *>(secondMoment + owned) : nullptr;
+    uint16_t *high = reinterpret_cast<uint16_t *>(block), *low = high + elements;
     int64_t offset = 0, ownedOffset = 0;
     for (size_t i = first; i < last; ++i) {
       ParameterState &state = parameters[order[i]];
-      state.master = master + offset;
+      state.master = streamCopy ? nullptr : master + offset;
+      state.streamCopy = streamCopy ? high + offset : nullptr;
+      state.masterLow = streamCopy ? low + offset : nullptr;
       state.firstMoment = firstMoment + ownedOffset;
       state.secondMoment = secondMoment + ownedOffset;
-      state.streamCopy = copy ? copy + offset : nullptr;
       offset += state.held.size();
       ownedOffset += state.owned.size();
     }
@@ -178,7 +179,6 @@ void HostState::loadInitialWeights(const std::string &planDir) {
     plan::DType dtype = parameter.type().dtype();
     int64_t count = parameters[p].count, width = bytesPerElement(dtype);
     Shard held = parameters[p].held;
-    float *master = parameters[p].master;
     std::string bytes(held.size() * width, '\0');
     std::ifstream in(path, std::ios::binary);
     in.seekg(parameter.offset() + held.begin * width);
@@ -190,8 +190,10 @@ void HostState::loadInitialWeights(const std::string &planDir) {
                                " of " + path + " (" + std::to_string(count * width) +
                                " bytes from offset " + std::to_string(parameter.offset()) +
                                " hold it)");
+    std::vector<float> masters(held.size());
     for (int64_t i = 0; i < held.size(); ++i)
-      master[i] = static_cast<float>(decodeReal(bytes.data() + i * width, dtype));
+      masters[i] = static_cast<float>(decodeReal(bytes.data() + i * width, dtype));
+    parameters[p].writeMasters(0, held.size(), masters.data());
   }
 }
 
@@ -226,30 +228,44 @@ void HostState::initializeRandomly(uint64_t seed) {
       bool isVector = plan.parameters(p).type().shape_size() == 1;
       bool isBias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
       Shard own = parameters[p].held;
-      for (int64_t i = at - starts[p]; i < parameters[p].count && at < end; ++i, ++at) {
-        float x = isVector ? (isBias ? 0.0f : 1.0f) : draw[at - begin];
-        if (i >= own.begin && i < own.end)
-          parameters[p].master[i - own.begin] = x;
+      int64_t from = at - starts[p], to = std::min(parameters[p].count, from + (end - at));
+      // The run's part of p that the state holds, [first, last) of p's elements.
+      int64_t first = std::max(from, own.begin), last = std::min(to, own.end);
+      if (first < last) {
+        float *run = draw.data() + (starts[p] + first - begin);
+        if (isVector)
+          std::fill(run, run + (last - first), isBias ? 0.0f : 1.0f);
+        parameters[p].writeMasters(first - own.begin, last - first, run);
       }
+      at += to - from;
     }
   });
 }
 
-void HostState::refreshStreamCopies() {
-  for (int p = 0; p < static_cast<int>(parameters.size()); ++p)
-    refreshStreamCopy(p);
+void ParameterState::readMasters(int64_t first, int64_t n, float *to) const {
+  if (master)
+    std::copy(master + first, master + first + n, to);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      to[i] = joinHalves(streamCopy[first + i], masterLow[first + i]);
 }
 
-void HostState::refreshStreamCopy(int p) {
-  ParameterState &parameter = parameters.at(p);
-  if (!parameter.streamCopy)
-    return;
-  constexpr int64_t kChunk = 1 << 16;
-  int64_t count = parameter.held.size();
-  runParallel((count + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk, end = std::min(count, (c + 1) * kChunk); i < end; ++i)
-      parameter.streamCopy[i] = toBfloat16(parameter.master[i]);
-  });
+void ParameterState::writeMasters(int64_t first, int64_t n, const float *from) {
+  if (master)
+    std::copy(from, from + n, master + first);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      splitMaster(from[i], streamCopy[first + i], masterLow[first + i]);
+}
+
+std::vector<float> ParameterState::masters() const {
+  std::vector<float> values(held.size());
+  readMasters(0, held.size(), values.data());
+  return values;
+}
+
+MasterWeights ParameterState::weightsAt(int64_t first) const {
+  return (master ? MasterWeights(master) : MasterWeights(streamCopy, masterLow)) + first;
 }
 
 } // namespace mt

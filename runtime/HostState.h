@@ -1,10 +1,12 @@
-// The model state in host memory: fp32 master weights and AdamW's two fp32 moments, and
-// optionally the bf16 copy the device streams, laid out contiguously per layer so that a
-// layer's weights move in one copy and its update touches one block.
+// The model state in host memory: fp32 master weights and AdamW's two fp32 moments, 12 bytes a
+// parameter, laid out contiguously per layer so that a layer's weights move in one copy and
+// its update touches one block; for a device, the masters split so that one half is the bf16
+// copy it streams.
 #ifndef MT_RUNTIME_HOSTSTATE_H
 #define MT_RUNTIME_HOSTSTATE_H
 
 #include "plan/plan.pb.h"
+#include "runtime/AdamW.h"
 #include "runtime/Shard.h"
 
 #include <cstdint>
@@ -20,17 +22,27 @@ int64_t availableHostBytes();
 /// The host's physical memory in bytes.
 int64_t physicalHostBytes();
 
-/// One parameter's arrays: the masters and bf16 copies of the elements `held`, the moments
-/// of the elements `owned`. Owned is all `count` elements unless the state is one
-/// data-parallel rank's, whose shard it is; held is all of them, or the shard when the
-/// rank's masters are sharded.
+/// One parameter's arrays: the masters of the elements `held`, the moments of the elements
+/// `owned`. Owned is all `count` elements unless the state is one data-parallel rank's, whose
+/// shard it is; held is all of them, or the shard when the rank's masters are sharded. The
+/// masters are whole floats (`master`), or split into halves (MasterHalves.h): `streamCopy`,
+/// the bf16 copy the device streams, and `masterLow`; then `master` is null.
 struct ParameterState {
   float *master = nullptr;                               // element held.begin onwards
   float *firstMoment = nullptr, *secondMoment = nullptr; // element owned.begin onwards
-  uint16_t *streamCopy = nullptr; // bf16, like master; null when the state keeps none
+  uint16_t *streamCopy = nullptr, *masterLow = nullptr;  // like master, where split
   int64_t count = 0;
   Shard held, owned;
   int64_t layer = -1; // the layer whose prefetch streams it; -1 for prologue and epilogue
+
+  /// Held masters [first, first + n) (counted from held.begin) as floats into `to`, and
+  /// from `from` into the state, whichever way it keeps them.
+  void readMasters(int64_t first, int64_t n, float *to) const;
+  void writeMasters(int64_t first, int64_t n, const float *from);
+  /// Every held master as floats.
+  std::vector<float> masters() const;
+  /// Where AdamW finds the masters from held element `first` on.
+  MasterWeights weightsAt(int64_t first) const;
 };
 
 /// `bytes` of host memory to pin for the device, page-aligned and in whole pages; a block of
@@ -39,9 +51,9 @@ struct ParameterState {
 /// pages are off, 4 KiB pages). Null when the memory is not there; freed with std::free.
 char *allocateHostBlock(int64_t bytes);
 
-/// One layer's block of host memory: its (held) masters, then its (owned) first moments, its
-/// second moments and its (held) bf16 copies, each contiguous, on pages of its own. The CUDA
-/// backend pins blocks in chunks.
+/// One layer's block of host memory: its (held) masters, then its (owned) first and second
+/// moments, each contiguous, on pages of its own; split masters' high halves (the bf16 copies)
+/// first, then their low halves. The CUDA backend pins blocks in chunks.
 struct LayerBlock {
   int64_t layer;
   char *begin;
@@ -51,12 +63,12 @@ struct LayerBlock {
 class HostState {
 public:
   /// What a data-parallel rank's state holds besides the moments of its shards: every
-  /// master and bf16 copy (the host backend computes with them), or its shards' alone (the
-  /// device gathers the rest), 14 / ranks bytes a parameter with bf16 copies.
+  /// master (the host backend computes with them), or its shards' alone (the device gathers
+  /// the rest), 12 / ranks bytes a parameter.
   enum class Masters { Replicated, Sharded };
 
-  /// Lays out every plan parameter; with `streamCopy`, also a bf16 copy of each (the 2 bytes
-  /// that make 14 bytes a parameter instead of 12). As rank `rank` of `ranks` data-parallel
+  /// Lays out every plan parameter; with `streamCopy`, its masters split into halves, the
+  /// high one the bf16 copy a device streams. As rank `rank` of `ranks` data-parallel
   /// ranks, the state holds the AdamW moments of the rank's shard (shardOf) of each
   /// parameter only, and its masters as `masters` says.
   HostState(const plan::Plan &plan, bool streamCopy, int rank = 0, int ranks = 1,
@@ -69,11 +81,6 @@ public:
   /// biases (names ending in "bias"), which start at zero: the elements held, the same on
   /// every rank.
   void initializeRandomly(uint64_t seed);
-  /// Rounds every held master into its bf16 copy (AdamW keeps them current after that).
-  void refreshStreamCopies();
-  /// The same for parameter p alone.
-  void refreshStreamCopy(int p);
-
   const plan::Plan &plan;
   std::vector<ParameterState> parameters; // in the plan's parameter order
   std::vector<LayerBlock> blocks;         // in layer order, prologue and epilogue first

@@ -338,16 +338,18 @@ void loadPretrainedWeights(HostState &state, const SafetensorsArchive &archive,
     const SafetensorsArchive::Tensor &tensor = archive.tensors().at(sources[p].name);
     plan::DType dtype = dtypeOf(tensor.dtype);
     int64_t width = bytesPerElement(dtype);
-    const ParameterState &parameter = state.parameters[p];
+    ParameterState &parameter = state.parameters[p];
     std::vector<int64_t> shape = planShape(plan.parameters(p));
     bool transposed = sources[p].transposed && shape.size() == 2;
     // The held elements in the plan's layout [rows, cols]: element (i / cols, i % cols) of a
     // transposed source [cols, rows] sits at (i % cols) * rows + i / cols.
+    std::vector<float> masters(parameter.held.size());
     for (int64_t i = parameter.held.begin; i < parameter.held.end; ++i) {
       int64_t from = transposed ? (i % shape[1]) * shape[0] + i / shape[1] : i;
-      parameter.master[i - parameter.held.begin] =
+      masters[i - parameter.held.begin] =
           static_cast<float>(decodeReal(tensor.data + from * width, dtype) + sources[p].offset);
     }
+    parameter.writeMasters(0, parameter.held.size(), masters.data());
   });
 }
 

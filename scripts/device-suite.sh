@@ -243,17 +243,19 @@ print(r.returncode, r.stderr)
 assert r.returncode != 0 and 'GiB of device memory' in r.stderr and 'GiB free of' in r.stderr
 "
 
-# Weights streamed from the fp32 masters and cast on the device (12 bytes a parameter on the
-# host) train bit for bit as from the host's bf16 copies (14): the device's round to nearest
-# even is the host's.
+# Weights streamed from the whole fp32 masters and cast on the device train as from the high
+# halves of the host's split masters, 12 bytes a parameter either way: the cast rounds ties
+# to even, the halves away from zero (one value in 65536 differs in its last bit), so the
+# losses agree to 1e-4, not bit for bit.
 part stream-masters bash -c "$run $plans/llama-masters.mtp --data $plans/llama.tokens \
   --steps 10 --backend=cuda --metrics $out/llama-masters.jsonl | grep 'host state.*| 12.0 bytes' && \
   $run $plans/llama-copies.mtp --data $plans/llama.tokens --steps 10 --backend=cuda \
-  --metrics $out/llama-copies.jsonl | grep 'host state.*| 14.0 bytes' && python3 -c \"
+  --metrics $out/llama-copies.jsonl | grep 'host state.*| 12.0 bytes' && python3 -c \"
 import json, sys
 steps = [[(s['loss'], s['grad_norm']) for s in map(json.loads, open(f))] for f in sys.argv[1:]]
 print(steps[0][-1], steps[1][-1])
-assert steps[0] == steps[1] and len(steps[0]) == 10
+assert len(steps[0]) == 10 and len(steps[1]) == 10
+assert all(abs(a[0] - b[0]) <= 1e-4 * abs(b[0]) for a, b in zip(*steps))
 \" $out/llama-masters.jsonl $out/llama-copies.jsonl"
 # The gradient ring (the plan's depth of layers' gradients on the host, each slot reused once
 # its update has run) trains the 20-layer 1.1B model bit for bit as every gradient in a slot

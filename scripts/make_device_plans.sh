@@ -44,7 +44,8 @@ mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --micro-batches 
   --accumulation layer-major --segment-layers=false -o "$out/llama-m2-flat.mtp"
 mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --device-precision=fp32 \
   -o "$out/llama-fp32.mtp"
-# Weights streamed from the host's bf16 copies and from the fp32 masters (cast on the device).
+# Weights streamed from the host's bf16 copies (split masters' high halves) and from the whole
+# fp32 masters (cast on the device).
 mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --stream-weights=bf16 \
   -o "$out/llama-copies.mtp"
 mtc "$fixtures/llama_opset17.onnx" --input-shape input_ids:2x16 --stream-weights=fp32 \
@@ -135,12 +136,12 @@ np.random.default_rng(2).integers(0, 32000, 8 * 2049 * 16, dtype=np.uint16).tofi
   rm "$out/bench-3.8b.onnx"
 fi
 
-# With WITH_9B=1, the largest Llama-style models for the device's host (#17), both streaming
-# the fp32 masters, 8 x 2048 tokens a step: the Llama-2-7B shape (hidden 4096, 32 layers, 32
-# heads, SwiGLU 11008, vocabulary 32000: 6.74B parameters), asked to (the cost model keeps bf16
-# copies there, 10% faster, but 2 more bytes a parameter), and a 9.2B one (41 layers, 32 heads
-# over 8 key-value heads, SwiGLU 14336: 111 GiB on the host with three layers' gradients and the
-# checkpoints), where mtc's auto takes them itself: copies would pass 90% of the 125 GiB host.
+# With WITH_9B=1, the largest Llama-style models for the device's host (#17), 8 x 2048 tokens a
+# step: the Llama-2-7B shape (hidden 4096, 32 layers, 32 heads, SwiGLU 11008, vocabulary 32000:
+# 6.74B parameters) streaming the whole fp32 masters, as asked, and a 9.2B one (41 layers, 32
+# heads over 8 key-value heads, SwiGLU 14336: 111 GiB on the host with three layers' gradients
+# and the checkpoints) streaming the bf16 copies, mtc's auto: split masters hold them in the
+# same 12 bytes a parameter.
 if [[ "${WITH_9B:-0}" == 1 ]]; then
   for model in "7b 32 4096 32 32 11008 fp32" "9b 41 4096 32 8 14336 auto"; do
     read -r name layers hidden heads kv ffn source <<<"$model"

@@ -7,6 +7,7 @@
 
 #include "runtime/AdamW.h"
 #include "runtime/HostState.h"
+#include "runtime/MasterHalves.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/GradientPuller.h"
@@ -159,7 +160,7 @@ std::string calibrateDevice(const std::string &path) {
   });
   double duplex = std::min(1.0, (bytes / both) / std::min(in, out));
 
-  // AdamW as a step runs it, bf16 copy included, over state far larger than the CPU's caches
+  // AdamW as a step runs it, on split masters, over state far larger than the CPU's caches
   // (2.4 GB; hosts here have up to 300 MiB of L3): the rate the host's memory allows, which
   // the cost model slows by the step's copies (adamwSlowdown). Over 16M parameters it ran
   // from a large L3 at 6.0 G a second where the memory gave 5.1 (docs/PERFORMANCE.md).
@@ -168,10 +169,13 @@ std::string calibrateDevice(const std::string &path) {
   adamw.set_beta1(0.9);
   adamw.set_beta2(0.95);
   adamw.set_eps(1e-8);
-  std::vector<float> param(params, 1.0f), m(params), v(params), grad(params, 0.01f);
-  std::vector<uint16_t> copy(params);
+  std::vector<float> m(params), v(params), grad(params, 0.01f);
+  std::vector<uint16_t> high(params), low(params);
+  for (int64_t i = 0; i < params; ++i)
+    splitMaster(1.0f, high[i], low[i]);
   // The fastest of three steps' updates (steps `first` on), each reading the gradient
-  // through `read` and writing its bf16 copy into `copies`, in parameters a second.
+  // through `read`, its masters' high halves (bf16 copies) in `copies`, in parameters a
+  // second.
   using Update = std::function<void(const float *grad, int64_t first, int64_t count)>;
   auto adamRate = [&](int first, uint16_t *copies,
                       const std::function<void(const Update &)> &read) {
@@ -179,8 +183,8 @@ std::string calibrateDevice(const std::string &path) {
     for (int run = first; run < first + 3; ++run) {
       auto start = std::chrono::steady_clock::now();
       read([&](const float *grad, int64_t from, int64_t count) {
-        adamwUpdate(param.data() + from, m.data() + from, v.data() + from, grad, count, 1e-3, 0.1,
-                    adamw, run, copies + from);
+        adamwUpdate(MasterWeights(copies + from, low.data() + from), m.data() + from,
+                    v.data() + from, grad, count, 1e-3, 0.1, adamw, run);
       });
       rate = std::max(
           rate,
@@ -189,7 +193,7 @@ std::string calibrateDevice(const std::string &path) {
     return rate;
   };
   double adam =
-      adamRate(1, copy.data(), [&](const Update &update) { update(grad.data(), 0, params); });
+      adamRate(1, high.data(), [&](const Update &update) { update(grad.data(), 0, params); });
   // Again with the gradient pulled from device memory through the runtime's slots, each
   // chunk just before its update (the plan's pull_gradients): the rate tells how much of the
   // gradient the host's I/O writes leave in the CPU's cache (pulledGradientCacheShare). One
@@ -199,7 +203,7 @@ std::string calibrateDevice(const std::string &path) {
   double pulledAdam = 0;
   {
     GradientPuller puller(static_cast<float *>(pinnedOut), kPullChunk, pinned); // before they go
-    pulledAdam = adamRate(4, copy.data(), [&](const Update &update) {
+    pulledAdam = adamRate(4, high.data(), [&](const Update &update) {
       puller.pull(static_cast<const float *>(deviceIn), params, update);
     });
   }
@@ -212,6 +216,7 @@ std::string calibrateDevice(const std::string &path) {
     WeightSender sender(pinned);
     const std::vector<uint16_t *> targets{static_cast<uint16_t *>(deviceOut)};
     auto *copies = static_cast<uint16_t *>(pinnedIn);
+    std::copy(high.begin(), high.end(), copies);
     Event crossed = Event::forOrdering();
     sentAdam = adamRate(7, copies, [&](const Update &update) {
       sender.send(targets, copies, 0, params,
@@ -253,7 +258,7 @@ std::string calibrateDevice(const std::string &path) {
         << "  pinned device->host             " << out / 1e9 << " GB/s\n"
         << "  both at once                    " << bytes / both / 1e9 << " GB/s each (duplex "
         << duplex << ")\n"
-        << "  CPU AdamW (2.4 GB, bf16 copy)   " << adam / 1e9 << " G params/s\n"
+        << "  CPU AdamW (2.1 GB, split)       " << adam / 1e9 << " G params/s\n"
         << "  the same, gradients pulled      " << pulledAdam / 1e9
         << " G params/s (of a pulled gradient, " << 100 * pulledGradientCacheShare(profile)
         << "% read from the CPU's cache)\n"

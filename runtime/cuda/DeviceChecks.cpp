@@ -75,18 +75,25 @@ Agreement compare(const float *got, const std::vector<float> &want) {
   return agreement;
 }
 
-std::vector<const float *> mastersOf(const HostState &state) {
-  std::vector<const float *> masters;
-  for (const ParameterState &parameter : state.parameters)
-    masters.push_back(parameter.master);
-  return masters;
-}
+/// Every parameter's masters as floats, which the host reference computes with (split
+/// masters joined), and pointers to them.
+struct MasterCopies {
+  std::vector<std::vector<float>> values;
+  std::vector<const float *> pointers;
+
+  explicit MasterCopies(const HostState &state) {
+    for (const ParameterState &parameter : state.parameters)
+      values.push_back(parameter.masters());
+    for (const std::vector<float> &masters : values)
+      pointers.push_back(masters.data());
+  }
+};
 
 } // namespace
 
 double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
                     double tolerance, AttentionKernels attention) {
-  std::vector<const float *> masters = mastersOf(state);
+  MasterCopies masters(state);
   host::Executor<float> reference(plan);
   cuda::ExecutorOptions options;
   options.serialize = true;
@@ -106,7 +113,7 @@ double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs 
     for (const host::HostTensor<float> &operand : operands)
       pointers.push_back(&operand);
     std::vector<host::HostTensor<float>> expected =
-        reference.runStepCommand(command, pointers, masters);
+        reference.runStepCommand(command, pointers, masters.pointers);
     auto &[count, error] = worstByOp[command.op()];
     ++count;
     for (int r = 0; r < command.results_size(); ++r) {
@@ -131,7 +138,7 @@ double checkKernels(const plan::Plan &plan, HostState &state, const TokenInputs 
 double checkAgainstHost(const plan::Plan &plan, HostState &state, const TokenInputs &inputs,
                         AttentionKernels attention) {
   host::Executor<float> reference(plan);
-  host::StepResult<float> expected = reference.run(mastersOf(state), inputs);
+  host::StepResult<float> expected = reference.run(MasterCopies(state).pointers, inputs);
   cuda::ExecutorOptions options;
   options.attention = attention;
   cuda::Executor device(plan, state, options);

@@ -180,6 +180,8 @@ void Executor::checkHostState() const {
     const ParameterState &parameter = state.parameters[p];
     if (!parameter.streamCopy && !plan.stream_masters())
       throw CudaError("the host state keeps no bf16 copies for the device to stream");
+    if (!parameter.master && plan.stream_masters())
+      throw CudaError("the plan streams whole fp32 masters, and the host state splits them");
     // Each rank uploads what it holds of its own shard, or everything on one GPU.
     const DeviceCollectives *collectives = options.collectives;
     Shard upload = shardOf(parameter.count, collectives ? collectives->rank() : 0,
@@ -783,6 +785,10 @@ int64_t Executor::uploadParameter(int p, const DeviceTensor &slot, Shard shard,
            (element - parameter.held.begin) * width;
   };
   int64_t width = widthOf(slot.storage);
+  if (slot.storage == Storage::F32 && !parameter.master)
+    throw CudaError("prefetch of " + plan.parameters(p).name() +
+                    ": an fp32 slot reads whole masters, and the host state splits them; "
+                    "recompile with --stream-weights=fp32");
   if (slot.storage == Storage::F32 || parameter.streamCopy) {
     const void *from = slot.storage == Storage::F32 ? static_cast<const void *>(parameter.master)
                                                     : parameter.streamCopy;

@@ -49,10 +49,9 @@ double DataParallelRank::apply(int p, float *gradient, float clip, int64_t step,
   const ParameterState &parameter = state.parameters[p];
   Shard shard = parameter.owned;
   int64_t at = shard.begin - parameter.held.begin;
-  return adamwUpdate(parameter.master + at, parameter.firstMoment, parameter.secondMoment,
+  return adamwUpdate(parameter.weightsAt(at), parameter.firstMoment, parameter.secondMoment,
                      gradient + shard.begin, shard.size(), lr, decay.rate, state.plan.optimizer(),
-                     step, parameter.streamCopy ? parameter.streamCopy + at : nullptr, clip,
-                     decay.center);
+                     step, clip, decay.center);
 }
 
 double DataParallelRank::updateShard(int p, float *gradient, int64_t step, double lr,
@@ -65,15 +64,21 @@ double DataParallelRank::updateShard(int p, float *gradient, int64_t step, doubl
 }
 
 void DataParallelRank::gather(int p) {
-  communicator.allGather(state.parameters[p].master, state.parameters[p].count);
-  state.refreshStreamCopy(p);
+  ParameterState &parameter = state.parameters[p];
+  if (parameter.master) {
+    communicator.allGather(parameter.master, parameter.count);
+    return;
+  }
+  std::vector<float> weights = parameter.masters();
+  communicator.allGather(weights.data(), parameter.count);
+  parameter.writeMasters(0, parameter.count, weights.data());
 }
 
 std::vector<float> DataParallelRank::gathered(int p) {
   const ParameterState &parameter = state.parameters[p];
   std::vector<float> weights(parameter.count);
-  const float *own = parameter.master + (parameter.owned.begin - parameter.held.begin);
-  std::copy(own, own + parameter.owned.size(), weights.begin() + parameter.owned.begin);
+  parameter.readMasters(parameter.owned.begin - parameter.held.begin, parameter.owned.size(),
+                        weights.data() + parameter.owned.begin);
   communicator.allGather(weights.data(), parameter.count);
   return weights;
 }

@@ -25,8 +25,7 @@ using namespace checkpoint;
 
 namespace {
 
-/// Calls `piece(data, bytes, offset)` for the parts of `segments` in file bytes
-/// [begin, end), in order.
+/// Calls `piece(part)` for the parts of `segments` in file bytes [begin, end), in order.
 template <typename Piece>
 void forEachPiece(const std::vector<Segment> &segments, int64_t begin, int64_t end, Piece piece) {
   auto first = std::upper_bound(segments.begin(), segments.end(), begin,
@@ -35,7 +34,7 @@ void forEachPiece(const std::vector<Segment> &segments, int64_t begin, int64_t e
        s != segments.end() && s->offset < end; ++s) {
     int64_t from = std::max(begin, s->offset), to = std::min(end, s->offset + s->bytes);
     if (from < to)
-      piece(s->data + (from - s->offset), to - from, from);
+      piece(partOf(*s, from - s->offset, to - from));
   }
 }
 
@@ -48,17 +47,23 @@ std::string readState(const std::vector<Segment> &segments, int format, int fd,
   std::vector<std::string> errors(ranges.size());
   runParallel(static_cast<int64_t>(ranges.size()), [&](int64_t r) {
     ChunkHash hash;
+    std::vector<char> split; // the file's bytes of split masters, before they are split
     forEachPiece(segments, ranges[r].offset, ranges[r].offset + ranges[r].bytes,
-                 [&](char *data, int64_t bytes, int64_t offset) {
-                   for (int64_t done = 0; done < bytes && errors[r].empty();) {
-                     ssize_t moved = pread(fd, data + done, bytes - done, offset + done);
+                 [&](const Segment &part) {
+                   if (!part.data)
+                     split.resize(part.bytes);
+                   char *data = part.data ? part.data : split.data();
+                   for (int64_t done = 0; done < part.bytes && errors[r].empty();) {
+                     ssize_t moved = pread(fd, data + done, part.bytes - done, part.offset + done);
                      if (moved <= 0)
                        errors[r] =
                            moved == 0 ? path + " ends early" : systemError("cannot read", path);
                      else
                        done += moved;
                    }
-                   hash.add(data, bytes);
+                   hash.add(data, part.bytes);
+                   if (!part.data)
+                     writeSegment(part, data);
                  });
     hashes[r] = hash.value();
   });

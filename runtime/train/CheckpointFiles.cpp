@@ -2,6 +2,7 @@
 #include "runtime/train/CheckpointFiles.h"
 
 #include "runtime/HostState.h"
+#include "runtime/MasterHalves.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -48,13 +49,53 @@ std::vector<Segment> segmentsOf(const HostState &state) {
     if (parameter.held.size() != parameter.count || parameter.owned.size() != parameter.count)
       throw std::runtime_error("checkpoints hold whole parameters; a data-parallel rank holds "
                                "shards of them");
-    for (float *values : {parameter.master, parameter.firstMoment, parameter.secondMoment}) {
-      int64_t bytes = parameter.count * static_cast<int64_t>(sizeof(float));
+    int64_t bytes = parameter.count * static_cast<int64_t>(sizeof(float));
+    segments.push_back({reinterpret_cast<char *>(parameter.master), bytes, offset,
+                        static_cast<int>(p), parameter.master ? nullptr : parameter.streamCopy,
+                        parameter.master ? nullptr : parameter.masterLow});
+    offset += bytes;
+    for (float *values : {parameter.firstMoment, parameter.secondMoment}) {
       segments.push_back({reinterpret_cast<char *>(values), bytes, offset, static_cast<int>(p)});
       offset += bytes;
     }
   }
   return segments;
+}
+
+Segment partOf(const Segment &segment, int64_t at, int64_t bytes) {
+  Segment part = segment;
+  part.bytes = bytes;
+  part.offset += at;
+  if (segment.data)
+    part.data += at;
+  else {
+    part.high += at / 4;
+    part.low += at / 4;
+  }
+  return part;
+}
+
+void readSegment(const Segment &segment, char *to) {
+  if (segment.data) {
+    std::memcpy(to, segment.data, segment.bytes);
+    return;
+  }
+  for (int64_t i = 0; i < segment.bytes / 4; ++i) {
+    float master = joinHalves(segment.high[i], segment.low[i]);
+    std::memcpy(to + i * 4, &master, 4);
+  }
+}
+
+void writeSegment(const Segment &segment, const char *from) {
+  if (segment.data) {
+    std::memcpy(segment.data, from, segment.bytes);
+    return;
+  }
+  for (int64_t i = 0; i < segment.bytes / 4; ++i) {
+    float master;
+    std::memcpy(&master, from + i * 4, 4);
+    splitMaster(master, segment.high[i], segment.low[i]);
+  }
 }
 
 int64_t totalBytes(const std::vector<Segment> &segments) {
@@ -71,8 +112,7 @@ std::vector<Segment> hashedRanges(const std::vector<Segment> &segments, int form
   }
   for (const Segment &segment : segments)
     for (int64_t at = 0; at < segment.bytes; at += kPieceBytes)
-      ranges.push_back({segment.data + at, std::min(kPieceBytes, segment.bytes - at),
-                        segment.offset + at, segment.parameter});
+      ranges.push_back(partOf(segment, at, std::min(kPieceBytes, segment.bytes - at)));
   return ranges;
 }
 

@@ -34,12 +34,21 @@ struct ChunkHash {
 std::string combine(const std::vector<uint64_t> &hashes);
 
 /// A range of the state file and the memory it holds: a parameter's master, first or second
-/// moment, or (Piece) a part of one.
+/// moment, or (Piece) a part of one. Split masters (HostState) have no fp32 bytes in memory:
+/// `data` is null and `high`, `low` point at the halves of the segment's first master.
 struct Segment {
   char *data;
   int64_t bytes, offset;
   int parameter;
+  uint16_t *high = nullptr, *low = nullptr;
 };
+
+/// `bytes` of `segment` from its byte `at` on (a multiple of 4 in split masters).
+Segment partOf(const Segment &segment, int64_t at, int64_t bytes);
+/// The segment's bytes as the file holds them, into `to` (split masters joined).
+void readSegment(const Segment &segment, char *to);
+/// The file's bytes `from` into the segment's memory (split masters split).
+void writeSegment(const Segment &segment, const char *from);
 
 /// The state file's arrays in file order: each parameter's master, first and second moment.
 /// Throws for a data-parallel rank's state, which holds shards.

@@ -110,6 +110,12 @@ struct CheckpointWriter::Flight {
       const Segment &range = pieces[piece];
       const char *source = copies[piece] ? copies[piece] : range.data;
       lock.unlock();
+      std::vector<char> joined; // split masters have no fp32 bytes to write from
+      if (!source) {
+        joined.resize(range.bytes);
+        readSegment(range, joined.data());
+        source = joined.data();
+      }
       std::string failure;
       for (int64_t done = 0; done < range.bytes && failure.empty();) {
         ssize_t moved = pwrite(fd, source + done, range.bytes - done, range.offset + done);
@@ -217,7 +223,7 @@ struct CheckpointWriter::Flight {
       runParallel(static_cast<int64_t>(toCopy.size()), [&](int64_t k) {
         const Segment &range = pieces[toCopy[k]];
         if ((made[k] = static_cast<char *>(std::malloc(range.bytes))))
-          std::memcpy(made[k], range.data, range.bytes);
+          readSegment(range, made[k]);
       });
       lock.lock();
       for (size_t k = 0; k < toCopy.size(); ++k) {

@@ -82,13 +82,12 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     const ParameterState &parameter = state.parameters[p];
     double squares = 0;
     auto update = [&](const float *grad, int64_t first, int64_t count) {
-      squares += adamwUpdate(
-          parameter.master + first, parameter.firstMoment + first, parameter.secondMoment + first,
-          grad, count, lrAt(step), decays[p].rate, adamw, step,
-          parameter.streamCopy ? parameter.streamCopy + first : nullptr, clip, decays[p].center,
-          // A measured step's updating run is not the measured one (cuDNN's atomic dq differs
-          // in its last bits): what is not finite stays out.
-          /*guarded=*/gated || measuringPass);
+      squares += adamwUpdate(parameter.weightsAt(first), parameter.firstMoment + first,
+                             parameter.secondMoment + first, grad, count, lrAt(step),
+                             decays[p].rate, adamw, step, clip, decays[p].center,
+                             // A measured step's updating run is not the measured one (cuDNN's
+                             // atomic dq differs in its last bits): what is not finite stays out.
+                             /*guarded=*/gated || measuringPass);
     };
     if (backend)
       backend->updateParameter(p, counts[p], overlapped ? nullptr : gradients[p], update);
@@ -118,8 +117,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     // A pulled gradient counted as read from the cache it is pulled into just before.
     bool pulled = overlapped && backend->pullsGradient(static_cast<int>(p));
     updatesPulled = updatesPulled || pulled;
-    updateBytes += adamwBytes(static_cast<double>(parameter.count), parameter.streamCopy != nullptr,
-                              pulled ? 1.0 : 0.0);
+    updateBytes += adamwBytes(static_cast<double>(parameter.count), pulled ? 1.0 : 0.0);
     updatedParameters += static_cast<double>(parameter.count);
   }
   // --trace: the updates that run from the last step's start on, beside its streams (the

@@ -5,16 +5,17 @@
 // uploads), train like one rank with twice the batch, and unlike two ranks that train alone;
 // updating each shard as its gradient lands (OverlappedUpdates, as mt-run over NCCL) must give
 // the bits of updates after the backward, clipped or not.
+#include "runtime/parallel/DataParallel.h"
 #include "runtime/AdamW.h"
 #include "runtime/HostState.h"
+#include "runtime/MasterHalves.h"
 #include "runtime/OverlappedUpdates.h"
 #include "runtime/PlanLoader.h"
-#include "runtime/train/TokenData.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/Executor.h"
-#include "runtime/parallel/DataParallel.h"
 #include "runtime/parallel/ThreadGroup.h"
+#include "runtime/train/TokenData.h"
 
 #include <algorithm>
 #include <atomic>
@@ -63,8 +64,11 @@ public:
       std::memcpy(&values[i], &bits, 4);
     }
     group.allGather(values.data(), count);
-    for (size_t i = 0; i < bf16.size(); ++i)
-      bf16[i] = mt::toBfloat16(values[i]);
+    for (size_t i = 0; i < bf16.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &values[i], 4);
+      bf16[i] = mt::highHalf(bits); // exact: each value came from a bf16
+    }
     MT_CUDA_CHECK(cudaMemcpyAsync(weights, host, count * width, cudaMemcpyHostToDevice, stream));
     MT_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
@@ -92,7 +96,6 @@ Trained train(const mt::plan::Plan &plan, const std::string &tokens, int rank, i
                       devices ? mt::HostState::Masters::Sharded
                               : mt::HostState::Masters::Replicated);
   state.loadInitialWeights(".");
-  state.refreshStreamCopies();
   std::unique_ptr<HostRelay> relay = devices ? std::make_unique<HostRelay>(*devices) : nullptr;
   mt::cuda::ExecutorOptions options;
   options.collectives = relay.get();

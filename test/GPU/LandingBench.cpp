@@ -1,9 +1,9 @@
-// Benchmark: CPU AdamW's rate by where its gradient and its bf16 copy pass through host
-// memory. A step lands each gradient in a pinned ring well before the update reads it, so the
-// gradient crosses DRAM twice; pulled from the device a chunk at a time into a small pinned
-// ring just before the update, the device's DMA writes may stay in the CPU's last-level cache;
-// fp32 masters sent to the device right after their update (without a bf16 copy) may be too.
+// Benchmark: CPU AdamW's rate by where its gradient and its masters' bf16 halves pass through
+// host memory. A step lands each gradient in a pinned ring well before the update reads it, so
+// the gradient crosses DRAM twice; pulled from the device a chunk at a time into a small
+// pinned ring just before the update, the device's DMA writes may stay in the CPU's cache.
 #include "runtime/AdamW.h"
+#include "runtime/MasterHalves.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaHandles.h"
 
@@ -29,15 +29,13 @@ template <typename T> struct Pinned {
   ~Pinned() { cudaFreeHost(data); }
 };
 
-/// Where a chunk's gradient comes from and where its bf16 copy goes.
+/// Where a chunk's gradient comes from and where its masters' bf16 halves go.
 enum class Route {
-  Alone,   // no copies: the gradient and the bf16 copy in large arrays (--calibrate's rate)
-  Landed,  // as a step: every gradient lands ahead into a large array; bf16 copies streamed
-           // to a large array and sent on to the device after each chunk's update
-  Pulled,  // each gradient copied into a small ring just before its update; bf16 as Landed
-  Through, // Pulled, and each bf16 copy written through the cache to a small ring and sent
-  Bare,    // Pulled, no bf16 copy and nothing sent: what Sent's crossings cost is the difference
-  Sent,    // Pulled, no bf16 copy: each chunk's fp32 masters sent right after its update
+  Alone,  // no copies: the gradient and split masters in large arrays (--calibrate's rate)
+  Landed, // as a step: every gradient lands ahead into a large array; each chunk's bf16
+          // halves sent to the device after its update
+  Pulled, // each gradient copied into a small ring just before its update; bf16 as Landed
+  Whole,  // Pulled, whole fp32 masters and nothing sent: what the halves' crossings cost
 };
 
 const char *nameOf(Route route) {
@@ -48,37 +46,33 @@ const char *nameOf(Route route) {
     return "landed ahead, as a step";
   case Route::Pulled:
     return "pulled into a ring";
-  case Route::Through:
-    return "pulled, bf16 through a ring";
-  case Route::Bare:
-    return "pulled, no bf16 copy";
-  case Route::Sent:
-    return "pulled, masters sent";
+  case Route::Whole:
+    return "pulled, whole masters";
   }
   return "";
 }
 
 struct Bench {
   int64_t params, chunk, slots;
-  Pinned<float> param; // pinned: the Sent route copies from it
+  std::vector<float> param; // whole masters (Whole)
+  std::vector<uint16_t> low;
+  Pinned<uint16_t> high; // split masters' high halves, which cross
   std::vector<float> m, v;
   Pinned<float> grads, ring;
-  Pinned<uint16_t> copies, copyRing;
   mt::cuda::DeviceAllocation deviceGrads, deviceWeights;
   mt::cuda::Stream h2d = mt::cuda::Stream::create(), d2h = mt::cuda::Stream::create();
-  std::vector<mt::cuda::Event> landed, sent; // per slot
+  std::vector<mt::cuda::Event> landed; // per slot
   mt::plan::AdamW config;
 
   Bench(int64_t params, int64_t chunk, int64_t slots)
-      : params(params), chunk(chunk), slots(slots), param(params), m(params), v(params),
-        grads(params), ring(chunk * slots), copies(params), copyRing(chunk * slots),
+      : params(params), chunk(chunk), slots(slots), param(params, 1.0f), low(params), high(params),
+        m(params), v(params), grads(params), ring(chunk * slots),
         deviceGrads(mt::cuda::DeviceAllocation::create(params * 4)),
-        deviceWeights(mt::cuda::DeviceAllocation::create(params * 4)) {
-    std::fill(param.data, param.data + params, 1.0f);
-    for (int64_t s = 0; s < slots; ++s) {
+        deviceWeights(mt::cuda::DeviceAllocation::create(params * 2)) {
+    for (int64_t i = 0; i < params; ++i)
+      mt::splitMaster(1.0f, high.data[i], low[i]);
+    for (int64_t s = 0; s < slots; ++s)
       landed.push_back(mt::cuda::Event::forOrdering());
-      sent.push_back(mt::cuda::Event::forOrdering());
-    }
     std::vector<float> values(params, 0.01f);
     MT_CUDA_CHECK(cudaMemcpy(deviceGrads.get(), values.data(), params * 4, cudaMemcpyHostToDevice));
     std::fill(grads.data, grads.data + params, 0.01f);
@@ -118,40 +112,21 @@ struct Bench {
     for (int64_t k = 0; k < chunks; ++k) {
       const int64_t first = k * chunk, count = countOf(k);
       const float *grad = grads.data + first;
-      // The bf16 ring is offset by one element: unaligned, the update stores through the
-      // cache instead of streaming to memory.
-      uint16_t *copy = copies.data + first;
       if (route == Route::Landed)
         MT_CUDA_CHECK(cudaEventSynchronize(each[k]));
-      if (route == Route::Pulled || route == Route::Through || route == Route::Bare ||
-          route == Route::Sent) {
+      if (route == Route::Pulled || route == Route::Whole) {
         MT_CUDA_CHECK(cudaEventSynchronize(landed[k % slots]));
         grad = ring.data + (k % slots) * chunk;
       }
-      if (route == Route::Through) {
-        MT_CUDA_CHECK(cudaEventSynchronize(sent[k % slots]));
-        copy = copyRing.data + 1 + (k % slots) * chunk;
-      }
-      if (route == Route::Bare || route == Route::Sent) {
-        mt::adamwUpdate(param.data + first, m.data() + first, v.data() + first, grad, count, 1e-4,
-                        0.1, config, step);
-        if (route == Route::Sent)
-          MT_CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<float *>(deviceWeights.data()) + first,
-                                        param.data + first, count * 4, cudaMemcpyHostToDevice,
-                                        h2d));
-        if (k + slots < chunks)
-          pull(route, k + slots);
-        continue;
-      }
-      mt::adamwUpdate(param.data + first, m.data() + first, v.data() + first, grad, count, 1e-4,
-                      0.1, config, step, copy);
-      if (route == Route::Alone)
-        continue;
-      MT_CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<uint16_t *>(deviceWeights.data()) + first,
-                                    copy, count * 2, cudaMemcpyHostToDevice, h2d));
-      if (route == Route::Through)
-        MT_CUDA_CHECK(cudaEventRecord(sent[k % slots], h2d));
-      if ((route == Route::Pulled || route == Route::Through) && k + slots < chunks)
+      mt::MasterWeights masters = route == Route::Whole
+                                      ? mt::MasterWeights(param.data() + first)
+                                      : mt::MasterWeights(high.data + first, low.data() + first);
+      mt::adamwUpdate(masters, m.data() + first, v.data() + first, grad, count, 1e-4, 0.1, config,
+                      step);
+      if (route == Route::Landed || route == Route::Pulled)
+        MT_CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<uint16_t *>(deviceWeights.data()) + first,
+                                      high.data + first, count * 2, cudaMemcpyHostToDevice, h2d));
+      if (route != Route::Alone && route != Route::Landed && k + slots < chunks)
         pull(route, k + slots);
     }
     MT_CUDA_CHECK(cudaStreamSynchronize(h2d));
@@ -169,7 +144,7 @@ int main(int argc, char **argv) {
     std::printf("no CUDA device\n");
     return 0;
   }
-  // 2^27 parameters: 2.4 GB of AdamW state, far beyond any L3 here.
+  // 2^27 parameters: 2.1 GB of AdamW state, far beyond any L3 here.
   const int64_t params = argc > 1 ? std::atoll(argv[1]) : (int64_t{1} << 27);
   const int64_t slots = 4;
   std::printf("CPU AdamW over %.0fM parameters (%s), best of 3 passes, G parameters a second\n",
@@ -183,8 +158,7 @@ int main(int argc, char **argv) {
   for (int64_t chunk : chunks)
     std::printf("%10lldK", static_cast<long long>(chunk >> 10));
   std::printf("\n");
-  const Route routes[] = {Route::Alone,   Route::Landed, Route::Pulled,
-                          Route::Through, Route::Bare,   Route::Sent};
+  const Route routes[] = {Route::Alone, Route::Landed, Route::Pulled, Route::Whole};
   const int kinds = sizeof routes / sizeof routes[0];
   std::vector<std::vector<double>> rates(kinds, std::vector<double>(chunks.size()));
   for (size_t c = 0; c < chunks.size(); ++c) {

@@ -1,5 +1,5 @@
-// GPU test of chunked pinning: the layer blocks of a host state (14 bytes a parameter, with
-// the bf16 copies) and a 3 GiB region registered in 1 GiB pieces, copied to the device and
+// GPU test of chunked pinning: the layer blocks of a host state (12 bytes a parameter, its
+// masters split) and a 3 GiB region registered in 1 GiB pieces, copied to the device and
 // back intact (through copies split at the pieces) at pinned speed, and a persistent weight's
 // pieces sent, and a gradient pulled, through host memory across a piece boundary.
 #include "runtime/cuda/PinnedMemory.h"

@@ -1,6 +1,8 @@
 // Unit test of the CPU AdamW: the vector path against the scalar reference (bit for bit,
-// every size and thread split), bfloat16 rounding, and the update rate on this machine.
+// every size and thread split), on whole and split masters, the halves' rounding, and the
+// update rate on this machine.
 #include "runtime/AdamW.h"
+#include "runtime/MasterHalves.h"
 
 #include <chrono>
 #include <cmath>
@@ -17,17 +19,33 @@ bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
   return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-uint16_t bf16Of(float value) {
-  std::vector<float> param{value}, m{0}, v{0}, grad{0};
-  std::vector<uint16_t> out(1);
-  mt::plan::AdamW config;
-  config.set_beta1(0.9);
-  config.set_beta2(0.999);
-  config.set_eps(1e-8);
-  // lr 0 leaves the weight as it is, so the copy is the rounding of `value` itself.
-  mt::adamwUpdateScalar(param.data(), m.data(), v.data(), grad.data(), 1, 0.0, 0.0, config, 1,
-                        out.data());
-  return out[0];
+/// Masters split into halves (MasterHalves.h), and joined back.
+struct Halves {
+  std::vector<uint16_t> high, low;
+  explicit Halves(const std::vector<float> &masters) : high(masters.size()), low(masters.size()) {
+    for (size_t i = 0; i < masters.size(); ++i)
+      mt::splitMaster(masters[i], high[i], low[i]);
+  }
+  mt::MasterWeights weights() { return mt::MasterWeights(high.data(), low.data()); }
+  std::vector<float> joined() const {
+    std::vector<float> masters(high.size());
+    for (size_t i = 0; i < high.size(); ++i)
+      masters[i] = mt::joinHalves(high[i], low[i]);
+    return masters;
+  }
+  bool operator==(const Halves &other) const { return high == other.high && low == other.low; }
+};
+
+uint32_t bitsOf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+
+float floatOf(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
 }
 
 } // namespace
@@ -40,6 +58,52 @@ int main() {
   std::mt19937 random(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   int failures = 0;
+
+  // Halves: every master comes back bit for bit; the high half is the master rounded to
+  // nearest, ties away from zero; a NaN stays a NaN.
+  {
+    std::uniform_int_distribution<uint32_t> anyBits;
+    int64_t wrong = 0;
+    for (int i = 0; i < 1000000; ++i) {
+      uint32_t bits = anyBits(random);
+      uint16_t high, low;
+      mt::splitMaster(floatOf(bits), high, low);
+      float back = mt::joinHalves(high, low);
+      bool nan = std::isnan(floatOf(bits));
+      wrong += nan ? !std::isnan(back) || !std::isnan(floatOf(uint32_t{high} << 16))
+                   : bitsOf(back) != bits;
+    }
+    struct Case {
+      float value;
+      uint16_t high;
+    } cases[] = {{1.0f, 0x3f80},
+                 {1.00390625f, 0x3f81},  // halfway: away from zero
+                 {-1.00390625f, 0xbf81}, // halfway, negative: away from zero
+                 {1.0078125f + 1e-6f, 0x3f81},
+                 {1.0f + 1e-3f, 0x3f80},
+                 {-2.5f, 0xc020},
+                 {std::numeric_limits<float>::max(), 0x7f80}, // rounds up to infinity
+                 {std::numeric_limits<float>::infinity(), 0x7f80},
+                 {std::numeric_limits<float>::denorm_min(), 0x0000}};
+    for (const Case &c : cases) {
+      uint16_t high, low;
+      mt::splitMaster(c.value, high, low);
+      if (high != c.high || bitsOf(mt::joinHalves(high, low)) != bitsOf(c.value)) {
+        std::printf("FAIL: halves of %g: high %#x, expected %#x, joined %g\n", c.value, high,
+                    c.high, mt::joinHalves(high, low));
+        ++failures;
+      }
+    }
+    if (wrong) {
+      std::printf("FAIL: %lld of a million random masters did not come back from their "
+                  "halves\n",
+                  static_cast<long long>(wrong));
+      ++failures;
+    }
+    std::printf("halves: a million random masters back bit for bit, NaN a NaN, the high half "
+                "rounded to nearest (ties away)\n");
+  }
+
   const int64_t sizes[] = {1, 15, 16, 17, 1000, 300001, 1 << 21};
   for (int64_t size : sizes) {
     std::vector<float> param(size), grad(size);
@@ -48,7 +112,9 @@ int main() {
       grad[i] = normal(random) * 0.01f;
     }
     std::vector<float> p1 = param, m1(size), v1(size), p2 = param, m2(size), v2(size);
-    std::vector<uint16_t> b1(size), b2(size);
+    // Split masters, by the vector path and the scalar one: the same updates as whole ones.
+    Halves h1(param), h2(param);
+    std::vector<float> mh1(size), vh1(size), mh2(size), vh2(size);
     // Clipped: the update's scale against the gradient scaled in place first, as torch's
     // clip_grad_norm_ leaves it.
     const float scale = 0.37f;
@@ -56,10 +122,9 @@ int main() {
     for (int64_t i = 0; i < size; ++i)
       scaled[i] = grad[i] * scale;
     std::vector<float> p3 = param, m3(size), v3(size), p4 = param, m4(size), v4(size);
-    std::vector<uint16_t> b3(size), b4(size);
     for (int64_t step = 1; step <= 3; ++step) {
       double squares = mt::adamwUpdate(p1.data(), m1.data(), v1.data(), grad.data(), size, 1e-3,
-                                       0.1, config, step, b1.data());
+                                       0.1, config, step);
       if (squares != mt::squaredNorm(grad.data(), size) ||
           squares != mt::squaredNormScalar(grad.data(), size)) {
         std::printf("FAIL: %lld elements: the update's squared norm %.17g is not squaredNorm's "
@@ -69,25 +134,33 @@ int main() {
         ++failures;
       }
       mt::adamwUpdateScalar(p2.data(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1, config,
-                            step, b2.data());
+                            step);
+      mt::adamwUpdate(h1.weights(), mh1.data(), vh1.data(), grad.data(), size, 1e-3, 0.1, config,
+                      step);
+      mt::adamwUpdateScalar(h2.weights(), mh2.data(), vh2.data(), grad.data(), size, 1e-3, 0.1,
+                            config, step);
       squares = mt::adamwUpdate(p3.data(), m3.data(), v3.data(), grad.data(), size, 1e-3, 0.1,
-                                config, step, b3.data(), scale);
+                                config, step, scale);
       if (squares != mt::squaredNorm(grad.data(), size)) {
         std::printf("FAIL: %lld elements: the scaled update's squared norm %.17g is not the "
                     "given gradient's\n",
                     static_cast<long long>(size), squares);
         ++failures;
       }
-      mt::adamwUpdateScalar(p4.data(), m4.data(), v4.data(), scaled.data(), size, 1e-3, 0.1,
-                            config, step, b4.data());
+      mt::adamwUpdateScalar(p4.data(), m4.data(), v4.data(), scaled.data(), size, 1e-3, 0.1, config,
+                            step);
     }
-    if (!sameBits(p1, p2) || !sameBits(m1, m2) || !sameBits(v1, v2) ||
-        std::memcmp(b1.data(), b2.data(), size * 2) != 0) {
+    if (!sameBits(p1, p2) || !sameBits(m1, m2) || !sameBits(v1, v2)) {
       std::printf("FAIL: %lld elements differ from the scalar path\n", static_cast<long long>(size));
       ++failures;
     }
-    if (!sameBits(p3, p4) || !sameBits(m3, m4) || !sameBits(v3, v4) ||
-        std::memcmp(b3.data(), b4.data(), size * 2) != 0 || sameBits(m3, m1)) {
+    if (!(h1 == h2) || !(h1 == Halves(p1)) || !sameBits(h1.joined(), p1) || !sameBits(mh1, m1) ||
+        !sameBits(vh1, v1) || !sameBits(mh2, m1) || !sameBits(vh2, v1)) {
+      std::printf("FAIL: %lld elements: split masters' updates are not whole masters'\n",
+                  static_cast<long long>(size));
+      ++failures;
+    }
+    if (!sameBits(p3, p4) || !sameBits(m3, m4) || !sameBits(v3, v4) || sameBits(m3, m1)) {
       std::printf("FAIL: %lld elements: the update scaled by %g is not the update of the "
                   "gradient scaled first\n",
                   static_cast<long long>(size), scale);
@@ -97,12 +170,12 @@ int main() {
     // one, and a zero gradient moves each element to (p - 1)(1 - lr wd) + 1.
     std::vector<float> p5 = param, m5(size), v5(size), p6 = param, m6(size), v6(size);
     std::vector<float> p7 = param, m7(size), v7(size), zero(size, 0.0f);
-    mt::adamwUpdate(p5.data(), m5.data(), v5.data(), grad.data(), size, 1e-3, 0.1, config, 1,
-                    nullptr, 1.0f, 1.0f);
+    mt::adamwUpdate(p5.data(), m5.data(), v5.data(), grad.data(), size, 1e-3, 0.1, config, 1, 1.0f,
+                    1.0f);
     mt::adamwUpdateScalar(p6.data(), m6.data(), v6.data(), grad.data(), size, 1e-3, 0.1, config, 1,
-                          nullptr, 1.0f);
-    mt::adamwUpdate(p7.data(), m7.data(), v7.data(), zero.data(), size, 1e-3, 0.1, config, 1,
-                    nullptr, 1.0f, 1.0f);
+                          1.0f);
+    mt::adamwUpdate(p7.data(), m7.data(), v7.data(), zero.data(), size, 1e-3, 0.1, config, 1, 1.0f,
+                    1.0f);
     const float decay = static_cast<float>(1.0 - 1e-3 * 0.1);
     bool centered = true;
     for (int64_t i = 0; i < size; ++i)
@@ -114,14 +187,14 @@ int main() {
       ++failures;
     }
   }
-  std::printf("vector unit %s: bit-identical to the scalar path on %zu sizes, with "
-              "squaredNorm's gradient norm (the scalar path's bits), with a clip scale to "
-              "scaling the gradient first, and decaying toward a center\n",
+  std::printf("vector unit %s: bit-identical to the scalar path on %zu sizes, on whole and "
+              "split masters alike, with squaredNorm's gradient norm (the scalar path's bits), "
+              "with a clip scale to scaling the gradient first, and decaying toward a center\n",
               mt::adamwVectorUnit(), sizeof(sizes) / sizeof(sizes[0]));
 
   // Guarded: a gradient with a NaN in its second chunk of 64Ki elements leaves that chunk's
-  // weights and moments as they were, updates the others as unguarded AdamW does, and
-  // reports squares that are not finite.
+  // weights (both halves of split ones) and moments as they were, updates the others as
+  // unguarded AdamW does, and reports squares that are not finite.
   {
     const int64_t size = 3 << 16;
     std::vector<float> param(size), grad(size);
@@ -130,66 +203,45 @@ int main() {
       grad[i] = normal(random) * 0.01f;
     }
     grad[(1 << 16) + 5] = std::numeric_limits<float>::quiet_NaN();
-    std::vector<float> guarded = param, m1(size, 0.5f), v1(size, 0.25f);
+    Halves guarded(param), before(param);
+    std::vector<float> m1(size, 0.5f), v1(size, 0.25f);
     std::vector<float> plain = param, m2(size, 0.5f), v2(size, 0.25f);
-    // The bf16 copy starts out holding other values: every element of it, the kept chunk's
-    // too, becomes the weights' copy.
-    std::vector<uint16_t> slot(size, 0x7fc1);
-    double squares = mt::adamwUpdate(guarded.data(), m1.data(), v1.data(), grad.data(), size, 1e-3,
-                                     0.1, config, 2, slot.data(), 1.0f, 0.0f, /*guarded=*/true);
+    double squares = mt::adamwUpdate(guarded.weights(), m1.data(), v1.data(), grad.data(), size,
+                                     1e-3, 0.1, config, 2, 1.0f, 0.0f, /*guarded=*/true);
     mt::adamwUpdate(plain.data(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1, config, 2);
-    bool kept = true, updated = true, copied = true;
+    std::vector<float> joined = guarded.joined();
+    bool kept = true, updated = true;
     for (int64_t i = 0; i < size; ++i) {
       bool bad = i >> 16 == 1;
       if (bad)
-        kept = kept && guarded[i] == param[i] && m1[i] == 0.5f && v1[i] == 0.25f;
+        kept = kept && guarded.high[i] == before.high[i] && guarded.low[i] == before.low[i] &&
+               m1[i] == 0.5f && v1[i] == 0.25f;
       else
-        updated = updated && guarded[i] == plain[i] && m1[i] == m2[i] && v1[i] == v2[i];
-      copied = copied && slot[i] == mt::toBfloat16(guarded[i]);
+        updated =
+            updated && bitsOf(joined[i]) == bitsOf(plain[i]) && m1[i] == m2[i] && v1[i] == v2[i];
     }
-    if (!kept || !updated || !copied || std::isfinite(squares)) {
-      std::printf("FAIL: guarded AdamW: the NaN chunk kept %d, the others updated %d, the copy "
-                  "is the weights' %d, squares %g\n",
-                  kept, updated, copied, squares);
+    if (!kept || !updated || std::isfinite(squares)) {
+      std::printf("FAIL: guarded AdamW: the NaN chunk kept %d, the others updated %d, squares "
+                  "%g\n",
+                  kept, updated, squares);
       ++failures;
     }
-    std::printf("guarded: a chunk whose gradient holds a NaN keeps its state and its copy is "
-                "of the weights kept, the rest update\n");
+    std::printf("guarded: a chunk whose gradient holds a NaN keeps its state, the rest "
+                "update\n");
   }
-
-  struct Case {
-    float value;
-    uint16_t expected;
-  } cases[] = {{1.0f, 0x3f80},
-               {1.00390625f, 0x3f80},  // halfway, already even: down
-               {1.01171875f, 0x3f82},  // halfway, odd: up to even
-               {1.0078125f + 1e-6f, 0x3f81},
-               {-2.5f, 0xc020},
-               {std::numeric_limits<float>::infinity(), 0x7f80}};
-  for (const Case &c : cases)
-    if (bf16Of(c.value) != c.expected) {
-      std::printf("FAIL: bf16(%g) = %#x, expected %#x\n", c.value, bf16Of(c.value), c.expected);
-      ++failures;
-    }
-  uint16_t nan = bf16Of(std::numeric_limits<float>::quiet_NaN());
-  if ((nan & 0x7f80) != 0x7f80 || (nan & 0x7f) == 0) {
-    std::printf("FAIL: NaN became %#x\n", nan);
-    ++failures;
-  }
-  std::printf("bf16 copies round to nearest even, NaN stays NaN\n");
 
   const int64_t count = 1 << 24;
-  std::vector<float> param(count, 1.0f), m(count), v(count), grad(count, 0.01f);
-  std::vector<uint16_t> copy(count);
+  std::vector<float> m(count), v(count), grad(count, 0.01f);
+  Halves masters(std::vector<float>(count, 1.0f));
   double best = 1e30;
   for (int run = 0; run < 3; ++run) {
     auto start = std::chrono::steady_clock::now();
-    mt::adamwUpdate(param.data(), m.data(), v.data(), grad.data(), count, 1e-3, 0.1, config,
-                    run + 1, copy.data());
+    mt::adamwUpdate(masters.weights(), m.data(), v.data(), grad.data(), count, 1e-3, 0.1, config,
+                    run + 1);
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
                               .count());
   }
-  std::printf("rate %.2f G params/s with the bf16 copy, %u threads\n", count / best / 1e9,
+  std::printf("rate %.2f G params/s on split masters, %u threads\n", count / best / 1e9,
               std::thread::hardware_concurrency());
   return failures ? 1 : 0;
 }

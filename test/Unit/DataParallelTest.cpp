@@ -265,8 +265,8 @@ int main() {
     shard.initializeRandomly(7);
     shardedBytes += shard.bytes();
     for (int p = 0; p < count; ++p) {
-      const mt::ParameterState &mine = shard.parameters[p], &all = whole.parameters[p];
-      if (!std::equal(mine.master, mine.master + mine.held.size(), all.master + mine.held.begin)) {
+      std::vector<float> mine = shard.parameters[p].masters(), all = whole.parameters[p].masters();
+      if (!std::equal(mine.begin(), mine.end(), all.begin() + shard.parameters[p].held.begin)) {
         std::printf("FAIL: rank %d's shard of parameter %d starts from other weights\n", r, p);
         ++failures;
       }

@@ -2,6 +2,7 @@
 // several draw runs holds the same weights on every rank (each its shard), matrices are drawn
 // from N(0, 0.02), vectors start at one (biases at zero), and the seed decides the draw.
 #include "runtime/HostState.h"
+#include "runtime/MasterHalves.h"
 #include "test/Unit/Expect.h"
 
 #include <cmath>
@@ -83,5 +84,34 @@ int main() {
                     whole.parameters[3].count * sizeof(float)) != 0,
         "another seed draws the same");
   std::printf("several runs: every rank's shard is the whole state's, every draw the same\n");
+
+  // Split masters (a device's state): the same draw, in the same bytes, each high half (the
+  // bf16 copy the device streams) the master's rounding; what is written comes back.
+  mt::HostState split(plan, /*streamCopy=*/true);
+  split.initializeRandomly(11);
+  bool drawn = true, rounded = true;
+  for (size_t p = 0; p < plan.parameters().size(); ++p) {
+    const mt::ParameterState &halves = split.parameters[p], &floats = whole.parameters[p];
+    std::vector<float> joined = halves.masters();
+    drawn = drawn && halves.master == nullptr &&
+            std::memcmp(joined.data(), floats.master, floats.count * sizeof(float)) == 0;
+    for (int64_t i = 0; i < floats.count; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &floats.master[i], 4);
+      rounded = rounded && halves.streamCopy[i] == mt::highHalf(bits);
+    }
+  }
+  check(drawn && rounded && split.bytes() == whole.bytes(),
+        "split masters: another draw, other copies or other bytes (" +
+            std::to_string(split.bytes()) + " against " + std::to_string(whole.bytes()) + ")");
+  std::vector<float> written = {0.1f, -3.0e-20f, 1.00390625f, 65504.0f};
+  split.parameters[3].writeMasters(5, 4, written.data());
+  std::vector<float> back(4);
+  split.parameters[3].readMasters(5, 4, back.data());
+  check(std::memcmp(back.data(), written.data(), 16) == 0 &&
+            split.parameters[3].masters()[4] == whole.parameters[3].master[4],
+        "split masters written do not read back");
+  std::printf("split masters: the same draw in the same bytes, each high half its master's "
+              "rounding\n");
   return failures ? 1 : 0;
 }

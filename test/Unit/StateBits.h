@@ -10,12 +10,15 @@
 
 namespace mt::test {
 
-/// The state's masters and moments, flattened.
+/// The state's masters (split ones joined) and moments, flattened.
 inline std::vector<float> bitsOf(const HostState &state) {
   std::vector<float> bits;
-  for (const ParameterState &p : state.parameters)
-    for (const float *array : {p.master, p.firstMoment, p.secondMoment})
+  for (const ParameterState &p : state.parameters) {
+    std::vector<float> masters = p.masters();
+    bits.insert(bits.end(), masters.begin(), masters.end());
+    for (const float *array : {p.firstMoment, p.secondMoment})
       bits.insert(bits.end(), array, array + p.count);
+  }
   return bits;
 }
 

@@ -4,6 +4,7 @@
 // of held gradients; checkpoints resume to the same bits; a stop
 // asked for mid-step ends after it with a checkpoint; and the backend registry.
 #include "runtime/train/Trainer.h"
+#include "runtime/MasterHalves.h"
 #include "test/Unit/Expect.h"
 #include "test/Unit/StateBits.h"
 
@@ -86,8 +87,7 @@ public:
     for (int p = 0; p < count; ++p) {
       if (overlapping)
         await(p);
-      const mt::ParameterState &parameter = state.parameters[p];
-      masters.emplace_back(parameter.master, parameter.master + parameter.count);
+      masters.push_back(state.parameters[p].masters());
     }
     for (int p = count - 1; p >= 0; --p) {
       for (size_t i = 0; i < gradients[p].size(); ++i)
@@ -152,7 +152,7 @@ struct Run {
   mt::Trainer::Outcome outcome;
   int64_t runs = 0;
   int64_t dataPosition = 0;
-  bool copiesMatch = true; // with bf16 copies: each the master's, rounded
+  bool copiesMatch = true; // split masters: each high half the master rounded to nearest
 };
 
 /// Trains `plan` from a fixed start to step `settings.steps`, from `resumeFrom` when given.
@@ -182,9 +182,14 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   Run run;
   run.outcome = trainer.run(stop);
   run.bits = bitsOf(state);
-  for (const mt::ParameterState &parameter : state.parameters)
-    for (int64_t i = 0; parameter.streamCopy && i < parameter.count; ++i)
-      run.copiesMatch &= parameter.streamCopy[i] == mt::toBfloat16(parameter.master[i]);
+  for (const mt::ParameterState &parameter : state.parameters) {
+    std::vector<float> masters = parameter.masters();
+    for (int64_t i = 0; parameter.streamCopy && i < parameter.count; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &masters[i], 4);
+      run.copiesMatch &= parameter.streamCopy[i] == mt::highHalf(bits);
+    }
+  }
   run.runs = backend.runs;
   run.dataPosition = data.position();
   return run;
@@ -206,15 +211,16 @@ int main(int argc, char **argv) {
   check(slurp(dir + "/after.jsonl").find("\"step\":6") != std::string::npos,
         "the metrics hold step 6");
   std::printf("updates after the step and overlapping it: the same bits\n");
-  // Each gradient read three elements at a time (the update of each chunk where its master,
-  // moments, bf16 copy and gradient lie): the same elementwise AdamW, every copy the master's.
+  // Each gradient read three elements at a time (the update of each chunk where its split
+  // master, moments and gradient lie): the same elementwise AdamW as on whole masters, every
+  // high half (the device's bf16 copy) the master's rounding.
   Run chunked = train(plan, tokens, /*overlapping=*/true, settings, "", "", -1, -1, -1,
                       /*chunk=*/3, /*streamCopy=*/true);
   check(same(after.bits, chunked.bits), "gradients read in chunks give other bits");
-  check(chunked.copiesMatch, "a bf16 copy is not its master's after chunked updates");
+  check(chunked.copiesMatch, "a high half is not its master's rounding after chunked updates");
   std::printf("gradients read a chunk at a time (pulled): the same bits\n");
-  // --profile counts the host-memory bytes AdamW moves a parameter: with the bf16 copy, 30
-  // where the gradient landed there, 26 where it was pulled into the cache.
+  // --profile counts the host-memory bytes AdamW moves a parameter: on split masters, 28
+  // where the gradient landed there, 24 where it was pulled into the cache.
   mt::TrainerSettings profiled = settings;
   profiled.profile = true;
   double parameters = 0;
@@ -232,7 +238,7 @@ int main(int argc, char **argv) {
   mt::StepProfile landedProfile = profileOf(0), pulledProfile = profileOf(3);
   double landed = landedProfile[mt::OpFamily::AdamW].bytes / parameters,
          pulled = pulledProfile[mt::OpFamily::AdamW].bytes / parameters;
-  check(landed == 30 && pulled == 26,
+  check(landed == 28 && pulled == 24,
         "AdamW's profiled bytes a parameter: " + std::to_string(landed) + " landed, " +
             std::to_string(pulled) + " pulled");
   // --profile-into: a landed step's AdamW rate is the profile's rate alone; a pulled one's
@@ -247,7 +253,7 @@ int main(int argc, char **argv) {
             fromPulled.hostAdamPulledParamsPerSecond == 2,
         "--profile-into's AdamW rates: a landed step's went elsewhere, or a pulled one's was "
         "written");
-  std::printf("the profile's AdamW bytes: 30 a parameter landed, 26 pulled; a landed step's "
+  std::printf("the profile's AdamW bytes: 28 a parameter landed, 24 pulled; a landed step's "
               "rate into the profile\n");
 
   // Two sample-major micro-batches: two runs a step, two batches of the stream, and the loss
@@ -335,15 +341,23 @@ int main(int argc, char **argv) {
   checkpointed.checkpoints = &writer;
   checkpointed.checkpointEvery = 2;
   checkpointed.planHash = "test-plan";
-  for (bool overlapping : {false, true}) {
-    Run whole = train(plan, tokens, overlapping, checkpointed);
+  // A state of split masters (a device's) writes the whole masters' file: it resumes into
+  // either kind of state.
+  for (auto [overlapping, split] : {std::pair{false, false}, {true, false}, {true, true}}) {
+    Run whole = train(plan, tokens, overlapping, checkpointed, "", "", -1, -1, -1, 0, split);
     check(same(whole.bits, after.bits), "checkpointing changes the bits");
     mt::TrainerSettings rest = settings;
     rest.planHash = "test-plan";
-    Run resumed = train(plan, tokens, overlapping, rest, "", dir + "/checkpoints/step-00000004");
-    check(resumed.runs == 2 && same(resumed.bits, after.bits), "a resumed run gives other bits");
+    for (bool into : {false, true}) {
+      Run resumed = train(plan, tokens, overlapping, rest, "", dir + "/checkpoints/step-00000004",
+                          -1, -1, -1, 0, into);
+      check(resumed.runs == 2 && same(resumed.bits, after.bits),
+            std::string("a resumed run gives other bits") + (split ? " from split masters" : "") +
+                (into ? " into split masters" : ""));
+    }
   }
-  std::printf("checkpoints: resumed from step 4, the uninterrupted run's bits\n");
+  std::printf("checkpoints: resumed from step 4, the uninterrupted run's bits, from and into "
+              "split masters too\n");
 
   // A stop asked for during step 3 finishes it and checkpoints it.
   mt::CheckpointWriter stops(dir + "/stops", 1);

@@ -78,7 +78,7 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
     parameters += p.count;
   backend->printStartup(parameters);
   std::printf("start-up | host state %.1f s (allocated, filled%s) | %s backend %.1f s\n",
-              stateSeconds, state.parameters.front().streamCopy ? ", bf16 copies" : "",
+              stateSeconds, state.parameters.front().streamCopy ? ", masters split" : "",
               kind.name.c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - made).count());
   return backend;

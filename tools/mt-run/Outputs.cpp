@@ -33,9 +33,13 @@ void writeOutputs(const Options &options, const plan::Plan &plan, const HostStat
                   TrainedOnnx *trainedOnnx) {
   if (options.saveWeights.empty() && options.saveOnnx.empty())
     return;
+  std::vector<std::vector<float>> masters; // split masters joined
   std::vector<const float *> finalWeights;
-  for (const ParameterState &parameter : state.parameters)
-    finalWeights.push_back(parameter.master);
+  for (const ParameterState &parameter : state.parameters) {
+    if (!parameter.master)
+      masters.push_back(parameter.masters());
+    finalWeights.push_back(parameter.master ? parameter.master : masters.back().data());
+  }
   // A rank over processes holds its shards of the masters: rank 0 gets them gathered.
   std::vector<std::vector<float>> gathered =
       backend ? backend->gatherMasters() : std::vector<std::vector<float>>{};

@@ -135,9 +135,9 @@ int train(const Options &options) {
   auto since = [](std::chrono::steady_clock::time_point begin) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   };
-  // Only a backend that streams bf16 needs the streaming copies, and only for a plan that
-  // streams them rather than the masters. A rank over processes holds its shards alone: the
-  // device gathers the rest of the weights.
+  // Only a backend that streams bf16 needs the streaming copies (the split masters' high
+  // halves), and only for a plan that streams them rather than the whole masters. A rank over
+  // processes holds its shards alone: the device gathers the rest of the weights.
   HostState state(plan, kind.streamCopies && !plan.stream_masters(),
                   std::max(0, options.processRank), std::max(1, options.processes),
                   HostState::Masters::Sharded);
@@ -145,7 +145,6 @@ int train(const Options &options) {
   double resumeSeconds = fillHostState(state, options, resumeFrom, planDir, settings.planHash,
                                        pretrained.get(), pretrainedSources, resumed);
   pretrained.reset();
-  state.refreshStreamCopies();
   double stateSeconds = since(startup);
   DeviceCheck check = options.checkKernels ? DeviceCheck::Kernels : DeviceCheck::AgainstHost;
   double tolerance = options.checkTolerance >= 0     ? options.checkTolerance

@@ -84,9 +84,10 @@ llvm::cl::opt<std::string> devicePrecision(
     llvm::cl::init("bf16"), llvm::cl::cat(category));
 llvm::cl::opt<std::string> streamWeights(
     "stream-weights",
-    llvm::cl::desc("Where streamed weights come from: auto (the cost model's choice), bf16 "
-                   "(copies on the host, 14 bytes a parameter) or fp32 (the masters, cast on "
-                   "the device: 12 bytes a parameter, twice the PCIe bytes)"),
+    llvm::cl::desc("Where streamed weights come from: auto (bf16, unless the device's "
+                   "weights are fp32), bf16 (the split masters' high halves: the host holds "
+                   "12 bytes a parameter either way) or fp32 (the masters, cast on the "
+                   "device: twice the PCIe bytes)"),
     llvm::cl::init("auto"), llvm::cl::cat(category));
 llvm::cl::opt<std::string>
     deviceMemory("device-memory",

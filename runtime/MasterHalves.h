@@ -1,0 +1,41 @@
+// fp32 master weights kept as two 16-bit halves: the high half is the bf16 weight the device
+// streams, the low half the bits that give the master back exactly (12 bytes a parameter).
+#ifndef MT_RUNTIME_MASTERHALVES_H
+#define MT_RUNTIME_MASTERHALVES_H
+
+#include <cstdint>
+#include <cstring>
+
+namespace mt {
+
+/// The high half of a master's bits: the master rounded to bfloat16, to nearest with ties away
+/// from zero (nearest even would leave two masters a half apart with one pair of halves), a
+/// NaN kept a quiet NaN. Away from zero the rounding is one integer add on the bits.
+inline uint16_t highHalf(uint32_t bits) {
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40);
+  return static_cast<uint16_t>((bits + 0x8000u) >> 16);
+}
+
+/// The master of `high` and `low`: the high half's bits plus the low half as a signed
+/// 16-bit difference (negative where the high half was rounded up). A NaN gives a NaN.
+inline float joinHalves(uint16_t high, uint16_t low) {
+  uint32_t bits = (static_cast<uint32_t>(high) << 16) +
+                  static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(low)));
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+/// Splits `value` into its halves: joinHalves(high, low) gives it back bit for bit (a NaN as
+/// some NaN).
+inline void splitMaster(float value, uint16_t &high, uint16_t &low) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  high = highHalf(bits);
+  low = static_cast<uint16_t>(bits);
+}
+
+} // namespace mt
+
+#endif // MT_RUNTIME_MASTERHALVES_H
