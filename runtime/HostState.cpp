@@ -190,10 +190,10 @@ void HostState::loadInitialWeights(const std::string &planDir) {
                                " of " + path + " (" + std::to_string(count * width) +
                                " bytes from offset " + std::to_string(parameter.offset()) +
                                " hold it)");
-    std::vector<float> masters(held.size());
-    for (int64_t i = 0; i < held.size(); ++i)
-      masters[i] = static_cast<float>(decodeReal(bytes.data() + i * width, dtype));
-    parameters[p].writeMasters(0, held.size(), masters.data());
+    for (int64_t i = 0; i < held.size(); ++i) {
+      float value = static_cast<float>(decodeReal(bytes.data() + i * width, dtype));
+      parameters[p].writeMasters(i, 1, &value);
+    }
   }
 }
 
@@ -240,6 +240,34 @@ void HostState::initializeRandomly(uint64_t seed) {
       at += to - from;
     }
   });
+}
+
+void HostState::joinMasters() {
+  std::vector<uint16_t> halves;
+  for (const LayerBlock &block : blocks) {
+    auto *high = reinterpret_cast<uint16_t *>(block.begin);
+    std::vector<ParameterState *> split;
+    int64_t elements = 0;
+    for (ParameterState &parameter : parameters)
+      if (parameter.streamCopy && parameter.layer == block.layer) {
+        split.push_back(&parameter);
+        elements += parameter.held.size();
+      }
+    if (split.empty())
+      continue;
+    // [high halves | low halves] become the block's fp32 masters, over the same bytes.
+    halves.assign(high, high + 2 * elements);
+    auto *masters = reinterpret_cast<float *>(block.begin);
+    constexpr int64_t kChunk = 1 << 20;
+    runParallel((elements + kChunk - 1) / kChunk, [&](int64_t c) {
+      for (int64_t i = c * kChunk, end = std::min(elements, (c + 1) * kChunk); i < end; ++i)
+        masters[i] = joinHalves(halves[i], halves[elements + i]);
+    });
+    for (ParameterState *parameter : split) {
+      parameter->master = masters + (parameter->streamCopy - high);
+      parameter->streamCopy = parameter->masterLow = nullptr;
+    }
+  }
 }
 
 void ParameterState::readMasters(int64_t first, int64_t n, float *to) const {

@@ -81,6 +81,12 @@ public:
   /// biases (names ending in "bias"), which start at zero: the elements held, the same on
   /// every rank.
   void initializeRandomly(uint64_t seed);
+  /// Turns split masters into whole ones in place, a layer block at a time (its halves copied
+  /// aside first: the largest block's 4 bytes a parameter beside the state), once no update
+  /// runs and no device reads the copies any more: weights saved at the end then need no fp32
+  /// copy of every master. The state keeps no bf16 copies after it.
+  void joinMasters();
+
   const plan::Plan &plan;
   std::vector<ParameterState> parameters; // in the plan's parameter order
   std::vector<LayerBlock> blocks;         // in layer order, prologue and epilogue first

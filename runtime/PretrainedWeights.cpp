@@ -343,13 +343,12 @@ void loadPretrainedWeights(HostState &state, const SafetensorsArchive &archive,
     bool transposed = sources[p].transposed && shape.size() == 2;
     // The held elements in the plan's layout [rows, cols]: element (i / cols, i % cols) of a
     // transposed source [cols, rows] sits at (i % cols) * rows + i / cols.
-    std::vector<float> masters(parameter.held.size());
     for (int64_t i = parameter.held.begin; i < parameter.held.end; ++i) {
       int64_t from = transposed ? (i % shape[1]) * shape[0] + i / shape[1] : i;
-      masters[i - parameter.held.begin] =
+      float value =
           static_cast<float>(decodeReal(tensor.data + from * width, dtype) + sources[p].offset);
+      parameter.writeMasters(i - parameter.held.begin, 1, &value);
     }
-    parameter.writeMasters(0, parameter.held.size(), masters.data());
   });
 }
 

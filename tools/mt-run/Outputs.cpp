@@ -33,12 +33,11 @@ void writeOutputs(const Options &options, const plan::Plan &plan, const HostStat
                   TrainedOnnx *trainedOnnx) {
   if (options.saveWeights.empty() && options.saveOnnx.empty())
     return;
-  std::vector<std::vector<float>> masters; // split masters joined
   std::vector<const float *> finalWeights;
   for (const ParameterState &parameter : state.parameters) {
     if (!parameter.master)
-      masters.push_back(parameter.masters());
-    finalWeights.push_back(parameter.master ? parameter.master : masters.back().data());
+      throw std::logic_error("weights are written from whole masters (HostState::joinMasters)");
+    finalWeights.push_back(parameter.master);
   }
   // A rank over processes holds its shards of the masters: rank 0 gets them gathered.
   std::vector<std::vector<float>> gathered =

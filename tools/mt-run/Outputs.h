@@ -32,8 +32,9 @@ std::optional<DeviceProfile> profileToCalibrate(const Options &options);
 void writeCalibratedProfile(const Options &options, DeviceProfile profile,
                             const Trainer::Outcome &outcome);
 
-/// Writes --save-weights (PyTorch's names and layouts) and --save-onnx from the masters, gathered
-/// from the ranks first where a rank holds only its shards.
+/// Writes --save-weights (PyTorch's names and layouts) and --save-onnx from the masters (whole:
+/// HostState::joinMasters first), gathered from the ranks first where a rank holds only its
+/// shards.
 void writeOutputs(const Options &options, const plan::Plan &plan, const HostState &state,
                   StepBackend *backend, const std::vector<WeightsMap::Source> &sources,
                   TrainedOnnx *trainedOnnx);

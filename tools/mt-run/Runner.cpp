@@ -194,6 +194,9 @@ int train(const Options &options) {
   Trainer::Outcome outcome = trainer.run(stopSignal);
   if (int code = stopCode(outcome, stopSignal, options, checkpoints != nullptr); code >= 0)
     return code;
+  // Training is over: the split masters become whole in place, for the files to read.
+  if (!options.saveWeights.empty() || !options.saveOnnx.empty())
+    state.joinMasters();
   writeOutputs(options, plan, state, backend.get(), sources, trainedOnnx.get());
   if (calibrated)
     writeCalibratedProfile(options, *calibrated, outcome);
