@@ -192,6 +192,32 @@ int main() {
               "with a clip scale to scaling the gradient first, and decaying toward a center\n",
               mt::adamwVectorUnit(), sizeof(sizes) / sizeof(sizes[0]));
 
+  // Unguarded, a NaN and an infinity in the gradient make NaN masters: split as the scalar
+  // path splits them (a NaN high half stays a quiet NaN), on every vector unit.
+  {
+    const int64_t size = 1000;
+    std::vector<float> param(size), grad(size);
+    for (int64_t i = 0; i < size; ++i) {
+      param[i] = normal(random);
+      grad[i] = normal(random) * 0.01f;
+    }
+    grad[3] = std::numeric_limits<float>::quiet_NaN();
+    grad[517] = -std::numeric_limits<float>::infinity();
+    Halves vector(param), scalar(param);
+    std::vector<float> m1(size), v1(size), m2(size), v2(size);
+    mt::adamwUpdate(vector.weights(), m1.data(), v1.data(), grad.data(), size, 1e-3, 0.1, config,
+                    1);
+    mt::adamwUpdateScalar(scalar.weights(), m2.data(), v2.data(), grad.data(), size, 1e-3, 0.1,
+                          config, 1);
+    bool quiet = (vector.high[3] & 0x7fc0) == 0x7fc0 && (vector.high[517] & 0x7fc0) == 0x7fc0;
+    if (!(vector == scalar) || !quiet) {
+      std::printf("FAIL: NaN masters split otherwise than the scalar path (quiet NaNs %d)\n",
+                  quiet);
+      ++failures;
+    }
+    std::printf("NaN masters: split as the scalar path splits them\n");
+  }
+
   // Guarded: a gradient with a NaN in its second chunk of 64Ki elements leaves that chunk's
   // weights (both halves of split ones) and moments as they were, updates the others as
   // unguarded AdamW does, and reports squares that are not finite.
