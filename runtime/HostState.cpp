@@ -260,8 +260,9 @@ void HostState::joinMasters() {
     auto *masters = reinterpret_cast<float *>(block.begin);
     constexpr int64_t kChunk = 1 << 20;
     runParallel((elements + kChunk - 1) / kChunk, [&](int64_t c) {
-      for (int64_t i = c * kChunk, end = std::min(elements, (c + 1) * kChunk); i < end; ++i)
-        masters[i] = joinHalves(halves[i], halves[elements + i]);
+      int64_t at = c * kChunk;
+      mt::joinMasters(halves.data() + at, halves.data() + elements + at,
+                      std::min(kChunk, elements - at), masters + at);
     });
     for (ParameterState *parameter : split) {
       parameter->master = masters + (parameter->streamCopy - high);
@@ -274,16 +275,14 @@ void ParameterState::readMasters(int64_t first, int64_t n, float *to) const {
   if (master)
     std::copy(master + first, master + first + n, to);
   else
-    for (int64_t i = 0; i < n; ++i)
-      to[i] = joinHalves(streamCopy[first + i], masterLow[first + i]);
+    joinMasters(streamCopy + first, masterLow + first, n, to);
 }
 
 void ParameterState::writeMasters(int64_t first, int64_t n, const float *from) {
   if (master)
     std::copy(from, from + n, master + first);
   else
-    for (int64_t i = 0; i < n; ++i)
-      splitMaster(from[i], streamCopy[first + i], masterLow[first + i]);
+    splitMasters(from, n, streamCopy + first, masterLow + first);
 }
 
 std::vector<float> ParameterState::masters() const {

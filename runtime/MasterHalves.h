@@ -36,6 +36,16 @@ inline void splitMaster(float value, uint16_t &high, uint16_t &low) {
   low = static_cast<uint16_t>(bits);
 }
 
+/// `n` masters joined from their halves into `to`, and split from `from` into halves.
+inline void joinMasters(const uint16_t *high, const uint16_t *low, int64_t n, float *to) {
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = joinHalves(high[i], low[i]);
+}
+inline void splitMasters(const float *from, int64_t n, uint16_t *high, uint16_t *low) {
+  for (int64_t i = 0; i < n; ++i)
+    splitMaster(from[i], high[i], low[i]);
+}
+
 } // namespace mt
 
 #endif // MT_RUNTIME_MASTERHALVES_H

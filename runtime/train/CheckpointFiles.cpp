@@ -80,10 +80,7 @@ void readSegment(const Segment &segment, char *to) {
     std::memcpy(to, segment.data, segment.bytes);
     return;
   }
-  for (int64_t i = 0; i < segment.bytes / 4; ++i) {
-    float master = joinHalves(segment.high[i], segment.low[i]);
-    std::memcpy(to + i * 4, &master, 4);
-  }
+  joinMasters(segment.high, segment.low, segment.bytes / 4, reinterpret_cast<float *>(to));
 }
 
 void writeSegment(const Segment &segment, const char *from) {
@@ -91,11 +88,7 @@ void writeSegment(const Segment &segment, const char *from) {
     std::memcpy(segment.data, from, segment.bytes);
     return;
   }
-  for (int64_t i = 0; i < segment.bytes / 4; ++i) {
-    float master;
-    std::memcpy(&master, from + i * 4, 4);
-    splitMaster(master, segment.high[i], segment.low[i]);
-  }
+  splitMasters(reinterpret_cast<const float *>(from), segment.bytes / 4, segment.high, segment.low);
 }
 
 int64_t totalBytes(const std::vector<Segment> &segments) {

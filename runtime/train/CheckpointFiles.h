@@ -45,7 +45,8 @@ struct Segment {
 
 /// `bytes` of `segment` from its byte `at` on (a multiple of 4 in split masters).
 Segment partOf(const Segment &segment, int64_t at, int64_t bytes);
-/// The segment's bytes as the file holds them, into `to` (split masters joined).
+/// The segment's bytes as the file holds them, into `to` (split masters joined; `to` and
+/// `from` below aligned for floats, as allocations are).
 void readSegment(const Segment &segment, char *to);
 /// The file's bytes `from` into the segment's memory (split masters split).
 void writeSegment(const Segment &segment, const char *from);

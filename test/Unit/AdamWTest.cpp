@@ -23,14 +23,12 @@ bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
 struct Halves {
   std::vector<uint16_t> high, low;
   explicit Halves(const std::vector<float> &masters) : high(masters.size()), low(masters.size()) {
-    for (size_t i = 0; i < masters.size(); ++i)
-      mt::splitMaster(masters[i], high[i], low[i]);
+    mt::splitMasters(masters.data(), masters.size(), high.data(), low.data());
   }
   mt::MasterWeights weights() { return mt::MasterWeights(high.data(), low.data()); }
   std::vector<float> joined() const {
     std::vector<float> masters(high.size());
-    for (size_t i = 0; i < high.size(); ++i)
-      masters[i] = mt::joinHalves(high[i], low[i]);
+    mt::joinMasters(high.data(), low.data(), high.size(), masters.data());
     return masters;
   }
   bool operator==(const Halves &other) const { return high == other.high && low == other.low; }
