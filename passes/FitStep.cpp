@@ -445,7 +445,7 @@ private:
 
   /// Where prefetch streams the weights from (weight-stream), recorded on the module with
   /// the reason. Fails only where the masters were asked for and their staging does not fit.
-  LogicalResult chooseWeightStream(llvm::StringRef mode, int64_t interval) {
+  LogicalResult chooseWeightStream() {
     ModuleOp module = getOperation();
     Builder b(module.getContext());
     auto floatBytes = module->getAttrOfType<IntegerAttr>(kDeviceFloatBytes);
@@ -553,7 +553,7 @@ private:
   /// What was chosen, and the cost model's model FLOP and predicted step.
   LogicalResult record(llvm::StringRef mode, int64_t interval) {
     ModuleOp module = getOperation();
-    if (failed(chooseWeightStream(mode, interval)))
+    if (failed(chooseWeightStream()))
       return failure();
     auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
     FailureOr<StepEstimate> step =

@@ -29,8 +29,8 @@ struct ScheduleOptions {
   /// default offloads them, so device memory does not grow with depth.
   bool checkpointsOnDevice = false;
   /// Prefetch streams the fp32 masters (cast on the device where slots are bf16) instead of
-  /// the host's bf16 copies: twice the PCIe bytes of bf16 slots, 2 bytes a parameter less on
-  /// the host.
+  /// the host's bf16 copies: twice the PCIe bytes of bf16 slots, and the host's masters kept
+  /// whole (the same 12 bytes a parameter as split masters).
   bool streamMasters = false;
   /// Layers per checkpoint (mt-recompute's K): blocks of K recompute their forward.
   int64_t recomputeInterval = 1;

@@ -48,22 +48,26 @@ std::string readState(const std::vector<Segment> &segments, int format, int fd,
   runParallel(static_cast<int64_t>(ranges.size()), [&](int64_t r) {
     ChunkHash hash;
     std::vector<char> split; // the file's bytes of split masters, before they are split
+    auto read = [&](const Segment &part) {
+      char *data = part.data ? part.data : split.data();
+      for (int64_t done = 0; done < part.bytes && errors[r].empty();) {
+        ssize_t moved = pread(fd, data + done, part.bytes - done, part.offset + done);
+        if (moved <= 0)
+          errors[r] = moved == 0 ? path + " ends early" : systemError("cannot read", path);
+        else
+          done += moved;
+      }
+      hash.add(data, part.bytes);
+      if (!part.data)
+        writeSegment(part, data);
+    };
     forEachPiece(segments, ranges[r].offset, ranges[r].offset + ranges[r].bytes,
                  [&](const Segment &part) {
-                   if (!part.data)
-                     split.resize(part.bytes);
-                   char *data = part.data ? part.data : split.data();
-                   for (int64_t done = 0; done < part.bytes && errors[r].empty();) {
-                     ssize_t moved = pread(fd, data + done, part.bytes - done, part.offset + done);
-                     if (moved <= 0)
-                       errors[r] =
-                           moved == 0 ? path + " ends early" : systemError("cannot read", path);
-                     else
-                       done += moved;
-                   }
-                   hash.add(data, part.bytes);
-                   if (!part.data)
-                     writeSegment(part, data);
+                   if (part.data)
+                     return read(part);
+                   split.resize(std::min(part.bytes, kJoinedBytes));
+                   for (int64_t at = 0; at < part.bytes; at += kJoinedBytes)
+                     read(partOf(part, at, std::min(kJoinedBytes, part.bytes - at)));
                  });
     hashes[r] = hash.value();
   });

@@ -18,6 +18,9 @@ namespace checkpoint {
 /// whichever order the pieces go in. The reader takes both.
 constexpr int kFormat = 2;
 constexpr int64_t kPieceBytes = 64 << 20;
+/// Split masters pass between memory and the file through a buffer of this many bytes per
+/// thread (a multiple of 4), not a whole piece: resuming beside a state that fills the host.
+constexpr int64_t kJoinedBytes = 1 << 20;
 constexpr const char *kStateFile = "state.bin", *kManifestFile = "manifest.json";
 
 /// 4 interleaved lanes of 64-bit FNV-1a over 32-bit words: a word's lane is its index mod 4,

@@ -110,22 +110,28 @@ struct CheckpointWriter::Flight {
       const Segment &range = pieces[piece];
       const char *source = copies[piece] ? copies[piece] : range.data;
       lock.unlock();
-      std::vector<char> joined; // split masters have no fp32 bytes to write from
-      if (!source) {
-        joined.resize(range.bytes);
-        readSegment(range, joined.data());
-        source = joined.data();
-      }
       std::string failure;
-      for (int64_t done = 0; done < range.bytes && failure.empty();) {
-        ssize_t moved = pwrite(fd, source + done, range.bytes - done, range.offset + done);
-        if (moved <= 0)
-          failure = systemError("cannot write", statePath);
-        else
-          done += moved;
-      }
       ChunkHash hash;
-      hash.add(source, range.bytes);
+      auto write = [&](const char *bytes, const Segment &part) {
+        for (int64_t done = 0; done < part.bytes && failure.empty();) {
+          ssize_t moved = pwrite(fd, bytes + done, part.bytes - done, part.offset + done);
+          if (moved <= 0)
+            failure = systemError("cannot write", statePath);
+          else
+            done += moved;
+        }
+        hash.add(bytes, part.bytes);
+      };
+      if (source) {
+        write(source, range);
+      } else { // split masters have no fp32 bytes: joined a buffer at a time
+        std::vector<char> joined(std::min(range.bytes, kJoinedBytes));
+        for (int64_t at = 0; at < range.bytes && failure.empty(); at += kJoinedBytes) {
+          Segment part = partOf(range, at, std::min(kJoinedBytes, range.bytes - at));
+          readSegment(part, joined.data());
+          write(joined.data(), part);
+        }
+      }
       lock.lock();
       hashes[piece] = hash.value();
       states[piece] = State::Written;
