@@ -253,13 +253,23 @@ void DeviceBackend::printStartup(int64_t parameters) const {
 std::string DeviceBackend::report() const {
   char line[512];
   double seconds = last.ms / 1000.0;
+  // What lies beside the plan's peak is named: cuDNN's own workspace (an engine asking more
+  // than the plan's kernel scratch holds) and a ring of pulled gradients.
+  const cuda::DeviceMemory &memory = executor->memory();
+  const int64_t held = this->held(), planned = planDeviceBytes(plan);
+  char beside[160] = "";
+  if (memory.cudnnBeside > 0 || memory.gradientRing > 0)
+    std::snprintf(beside, sizeof beside,
+                  ", beside it cuDNN's own workspace %.3f GiB and the gradient ring %.3f GiB",
+                  gib(static_cast<double>(memory.cudnnBeside)),
+                  gib(static_cast<double>(memory.gradientRing)));
   std::snprintf(line, sizeof line,
                 " | device %.1f ms | %.1f TFLOPS | h2d %.1f GB/s | d2h %.1f GB/s | compute %.0f%% "
-                "busy | device memory %.3f GiB <= plan %.3f GiB (process %.3f GiB)",
+                "busy | device memory %.3f GiB %s plan %.3f GiB%s (process %.3f GiB)",
                 last.ms, plan.model_flops() / seconds / 1e12, last.copiedBytes[0] / seconds / 1e9,
                 last.copiedBytes[1] / seconds / 1e9, 100.0 * last.busyMs[1] / last.ms,
-                gib(static_cast<double>(held())), gib(static_cast<double>(planDeviceBytes(plan))),
-                gib(static_cast<double>(used)));
+                gib(static_cast<double>(held)), held <= planned ? "<=" : ">",
+                gib(static_cast<double>(planned)), beside, gib(static_cast<double>(used)));
   return line;
 }
 
