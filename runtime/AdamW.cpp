@@ -273,13 +273,19 @@ void updateScalar(const AdamWStep &k, const MasterWeights &w, float *m, float *v
 }
 
 // 16 masters at once: joined from their halves as joinHalves does (the high half shifted up,
-// the low half added as a signed difference), split as splitMaster does.
+// the low half added as a signed difference, a NaN's put side by side), split as splitMaster
+// does.
 __attribute__((target("avx512f"))) __m512 loadMasters16(const MasterWeights &w, int64_t i) {
   if (w.values)
     return _mm512_loadu_ps(w.values + i);
   __m512i high = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<__m256i *>(w.high + i)));
-  __m512i low = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<__m256i *>(w.low + i)));
-  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(high, 16), low));
+  __m256i lowHalves = _mm256_loadu_si256(reinterpret_cast<__m256i *>(w.low + i));
+  __m512i top = _mm512_slli_epi32(high, 16);
+  __m512i bits = _mm512_add_epi32(top, _mm512_cvtepi16_epi32(lowHalves));
+  __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(high, _mm512_set1_epi32(0x7fff)),
+                                          _mm512_set1_epi32(0x7f80));
+  bits = _mm512_mask_mov_epi32(bits, nan, _mm512_or_si512(top, _mm512_cvtepu16_epi32(lowHalves)));
+  return _mm512_castsi512_ps(bits);
 }
 
 __attribute__((target("avx512f"))) void storeMasters16(const MasterWeights &w, int64_t i,
@@ -338,8 +344,13 @@ __attribute__((target("avx2"))) __m256 loadMasters8(const MasterWeights &w, int6
   if (w.values)
     return _mm256_loadu_ps(w.values + i);
   __m256i high = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<__m128i *>(w.high + i)));
-  __m256i low = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<__m128i *>(w.low + i)));
-  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(high, 16), low));
+  __m128i lowHalves = _mm_loadu_si128(reinterpret_cast<__m128i *>(w.low + i));
+  __m256i top = _mm256_slli_epi32(high, 16);
+  __m256i bits = _mm256_add_epi32(top, _mm256_cvtepi16_epi32(lowHalves));
+  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(high, _mm256_set1_epi32(0x7fff)),
+                                   _mm256_set1_epi32(0x7f80));
+  bits = _mm256_blendv_epi8(bits, _mm256_or_si256(top, _mm256_cvtepu16_epi32(lowHalves)), nan);
+  return _mm256_castsi256_ps(bits);
 }
 
 __attribute__((target("avx2"))) void storeMasters8(const MasterWeights &w, int64_t i, __m256 p) {

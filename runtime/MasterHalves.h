@@ -17,18 +17,25 @@ inline uint16_t highHalf(uint32_t bits) {
   return static_cast<uint16_t>((bits + 0x8000u) >> 16);
 }
 
+/// Whether a high half is a NaN's: its low half holds the NaN's low bits as they are.
+inline bool isNanHalf(uint16_t high) { return (high & 0x7fffu) > 0x7f80u; }
+
 /// The master of `high` and `low`: the high half's bits plus the low half as a signed
-/// 16-bit difference (negative where the high half was rounded up). A NaN gives a NaN.
+/// 16-bit difference (negative where the high half was rounded up); a NaN's halves side by
+/// side, so that a quiet NaN comes back bit for bit (a signaling one quieted).
 inline float joinHalves(uint16_t high, uint16_t low) {
-  uint32_t bits = (static_cast<uint32_t>(high) << 16) +
-                  static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(low)));
+  const uint32_t top = static_cast<uint32_t>(high) << 16;
+  uint32_t bits =
+      isNanHalf(high)
+          ? top | low
+          : top + static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(low)));
   float value;
   std::memcpy(&value, &bits, 4);
   return value;
 }
 
-/// Splits `value` into its halves: joinHalves(high, low) gives it back bit for bit (a NaN as
-/// some NaN).
+/// Splits `value` into its halves: joinHalves(high, low) gives it back bit for bit (a NaN
+/// quieted).
 inline void splitMaster(float value, uint16_t &high, uint16_t &low) {
   uint32_t bits;
   std::memcpy(&bits, &value, 4);
