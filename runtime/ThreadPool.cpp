@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -83,6 +84,14 @@ public:
       done.wait(lock, finished);
     }
     task = nullptr;
+    // A part that threw: rethrown here once every part has run, none still reading `body`.
+    std::exception_ptr thrown;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      std::swap(thrown, error);
+    }
+    if (thrown)
+      std::rethrow_exception(thrown);
   }
 
 private:
@@ -93,7 +102,13 @@ private:
       int64_t part = static_cast<int64_t>(taken & 0xffffffffu);
       if (part >= static_cast<int64_t>(taken >> 32))
         return;
-      (*task)(part);
+      try {
+        (*task)(part);
+      } catch (...) { // the first error of the loop, for its caller
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error)
+          error = std::current_exception();
+      }
       if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex);
         done.notify_one();
@@ -122,6 +137,7 @@ private:
   std::mutex mutex, running;
   std::condition_variable wake, done;
   const std::function<void(int64_t)> *task = nullptr;
+  std::exception_ptr error; // the loop's first, under `mutex`
   /// The loop's next part (low 32 bits) and its count (high 32), in one word, so that a
   /// part taken is always measured against its own loop's count.
   std::atomic<uint64_t> cursor{0};

@@ -10,6 +10,7 @@ namespace mt {
 
 /// Runs body(part) for part in [0, parts) on the pool's threads and the caller's, and returns
 /// when all are done. Parts run concurrently; nested calls run inline on the calling thread.
+/// The first exception a part throws reaches the caller once no part is running any more.
 void runParallel(int64_t parts, const std::function<void(int64_t)> &body);
 
 /// How many threads runParallel uses: the machine's cores.

@@ -39,7 +39,7 @@ config.substitutions.append(("%mt-run", os.path.join(config.mt_obj_root, "tools"
 config.substitutions.append(("%mtc", os.path.join(config.mt_obj_root, "tools", "mtc")))
 for test in ("mt-adamw-test", "mt-update-queue-test", "mt-gradient-ring-test", "mt-overlapped-updates-test", "mt-rendezvous-test",
              "mt-data-parallel-test", "mt-step-inputs-test",
-             "mt-training-log-test", "mt-plan-loader-test", "mt-trainer-test", "mt-host-state-test",
+             "mt-training-log-test", "mt-plan-loader-test", "mt-trainer-test", "mt-host-state-test", "mt-thread-pool-test",
              "mt-checkpoint-writer-test", "mt-step-profile-test", "mt-fuzz-plan",
              "mt-fuzz-tokens", "mt-fuzz-safetensors", "mt-fuzz-onnx", "mt-fuzz-onnx-text"):
     folder = "Fuzz" if test.startswith("mt-fuzz") else ""
