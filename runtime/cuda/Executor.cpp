@@ -553,6 +553,11 @@ void Executor::drain() {
   for (int s = 0; s < 3; ++s)
     if (streams[s])
       cudaStreamSynchronize(streams[s]);
+  // After a device error the synchronizations return at once, while a landing's callback may
+  // still run: from here on none reaches the listener, and once this returns none is inside
+  // it (the callback holds the lock around it), so what it calls may be torn down.
+  std::lock_guard<std::mutex> lock(landingMutex);
+  gradientListener = nullptr;
 }
 
 int64_t Executor::placeGradientRing(const std::vector<int> &order,
@@ -599,26 +604,32 @@ void Executor::pullGradient(int p, int64_t count, const GradientVisitor &visit) 
 void Executor::gradientLanded(void *data) {
   auto *notice = static_cast<GradientNotice *>(data);
   Executor &executor = *notice->executor;
+  std::lock_guard<std::mutex> lock(executor.landingMutex);
+  if (!executor.gradientListener) // drained after a failure
+    return;
   executor.gradientListener(notice->parameter);
   if (executor.landedRun.empty()) // no gradient ring: nothing waits for landings
     return;
-  std::lock_guard<std::mutex> lock(executor.landingMutex);
   executor.landedRun[notice->parameter] = executor.runs;
   executor.landing.notify_all();
 }
 
 void Executor::awaitLanding(int p) {
   std::unique_lock<std::mutex> lock(landingMutex);
-  // A failed step lands nothing more: its error ends the wait.
+  // A failed step lands nothing more: its error ends the wait. The stream is asked without
+  // the lock, which the landings' callbacks take.
   while (!landing.wait_for(lock, std::chrono::milliseconds(50),
                            [&] { return landedRun[p] >= runs; })) {
+    lock.unlock();
     cudaError_t status = cudaStreamQuery(streams.d2h);
     if (status != cudaSuccess && status != cudaErrorNotReady)
       MT_CUDA_CHECK(status);
+    lock.lock();
   }
 }
 
 void Executor::onGradient(std::function<void(int parameter)> listener) {
+  std::lock_guard<std::mutex> lock(landingMutex);
   gradientListener = std::move(listener);
 }
 

@@ -116,7 +116,7 @@ public:
   StepMeasures run(const std::map<std::string, std::vector<int64_t>> &inputs);
 
   /// Waits for what the step issued, gradient callbacks included (errors ignored: a failed
-  /// step drains too), so that nothing calls the listener afterwards.
+  /// step drains too), and detaches the listener: nothing calls it afterwards.
   void drain();
   /// Calls `listener` with each parameter whose gradient has reached host memory during a
   /// step, as soon as it has: from a CUDA driver thread, so it must not call CUDA.
