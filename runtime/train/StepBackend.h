@@ -102,6 +102,10 @@ public:
   /// each parameter's update (awaitParameter): the trainer's updates overlap the step, and
   /// gradient(p) is the same buffer every step.
   virtual bool overlapsUpdates() const { return false; }
+  /// Whether later gradients land in the host memory of earlier ones once their updates have
+  /// run (BackendSettings::gradientsConsumedOnLanding): each update must start as its gradient
+  /// lands, not wait for every gradient first.
+  virtual bool reusesGradientMemory() const { return false; }
   virtual void onGradient(std::function<void(int p)>) {}
   virtual void awaitParameter(std::function<void(int p)>) {}
   /// The order in which a step reads the parameters: the order the updates go in.

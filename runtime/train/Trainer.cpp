@@ -68,6 +68,12 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   // overlapping the backward.
   const bool gated = overlapped && adamw.grad_clip() <= 0 && !shared;
   const bool measuringPass = settings.clipByMeasuringPass;
+  // A backend that lands later gradients over earlier ones needs each update queued as its
+  // gradient lands: measured first (clipping, the exact guard) they would be overwritten.
+  if (backend && backend->reusesGradientMemory() && !(gated || measuringPass))
+    throw std::logic_error("the backend lands gradients in a ring, which needs each update to "
+                           "start as its gradient lands (no clipping, one run a step, one "
+                           "process, or --grad-clip-memory=recompute)");
   // What p's update and measure read: where the updates overlap the backend's step, the
   // gradient through the backend (which may pull it from the device a chunk at a time);
   // else the host buffers the trainer holds (the backend's, or their sum over the runs).

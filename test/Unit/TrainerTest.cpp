@@ -68,7 +68,8 @@ mt::plan::Plan planOf(int64_t microBatches) {
 /// computed, last-read first, into buffers the trainer reads every step.
 class ModelBackend : public mt::StepBackend {
 public:
-  ModelBackend(mt::HostState &state, bool overlapping) : state(state), overlapping(overlapping) {
+  ModelBackend(mt::HostState &state, bool overlapping, bool ring = false)
+      : state(state), overlapping(overlapping), ring(ring) {
     for (const mt::ParameterState &parameter : state.parameters)
       gradients.emplace_back(parameter.count);
   }
@@ -114,6 +115,7 @@ public:
   }
   bool pullsGradient(int) const override { return chunk > 0; }
   bool overlapsUpdates() const override { return overlapping; }
+  bool reusesGradientMemory() const override { return ring; }
   void onGradient(std::function<void(int)> listener) override { landed = std::move(listener); }
   void awaitParameter(std::function<void(int)> wait) override { await = std::move(wait); }
 
@@ -126,7 +128,7 @@ public:
 
 private:
   mt::HostState &state;
-  bool overlapping;
+  bool overlapping, ring; // ring: as the CUDA backend's gradient ring, reusing gradient memory
   std::vector<std::vector<float>> gradients;
   std::function<void(int)> landed, await;
 };
@@ -159,7 +161,7 @@ struct Run {
 Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlapping,
           mt::TrainerSettings settings, const std::string &metrics = "",
           const std::string &resumeFrom = "", int64_t nanAt = -1, int64_t stopAt = -1,
-          int64_t failAt = -1, int64_t chunk = 0, bool streamCopy = false) {
+          int64_t failAt = -1, int64_t chunk = 0, bool streamCopy = false, bool ring = false) {
   mt::HostState state(plan, streamCopy);
   state.initializeRandomly(7);
   mt::TokenData data(tokens, "u16");
@@ -171,7 +173,7 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   std::vector<float> centers(plan.parameters_size(), 0.0f);
   std::vector<mt::WeightDecay> decays = mt::weightDecays(plan, plan.optimizer(), centers);
   mt::TrainingLog log(metrics, settings.steps, false, settings.resumed.step);
-  ModelBackend backend(state, overlapping);
+  ModelBackend backend(state, overlapping, ring);
   backend.nanAt = nanAt;
   backend.stopAt = stopAt;
   backend.failAt = failAt;
@@ -334,6 +336,23 @@ int main(int argc, char **argv) {
   check(same(held.bits, train(clipped, tokens, true, settings).bits),
         "held clipping overlapped gives other bits");
   std::printf("clipping by a measuring pass: two runs a step, the held gradients' bits\n");
+
+  // A backend whose ring lands later gradients over earlier ones takes clipping by a
+  // measuring pass (each update queued as its gradient lands), and refuses clipping that
+  // measures every gradient first, before any step.
+  check(same(held.bits, train(clipped, tokens, true, measuring, "", "", -1, -1, -1, 0, false,
+                              /*ring=*/true)
+                            .bits),
+        "a measuring pass over a gradient ring gives other bits");
+  std::string refused;
+  try {
+    train(clipped, tokens, true, settings, "", "", -1, -1, -1, 0, false, /*ring=*/true);
+  } catch (const std::logic_error &error) {
+    refused = error.what();
+  }
+  check(refused.find("lands gradients in a ring") != std::string::npos,
+        "held clipping over a gradient ring: '" + refused + "'");
+  std::printf("a gradient ring: measured clipping runs, held clipping refused\n");
 
   // Checkpoints every 2 steps; a run resumed from step 4 ends with the uninterrupted bits.
   mt::CheckpointWriter writer(dir + "/checkpoints", 2);
