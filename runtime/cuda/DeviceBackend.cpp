@@ -74,7 +74,7 @@ public:
     options.timeCommands = true;
     options.profileKernels = settings.profile;
     options.collectives = nccl.get();
-    options.gradientRing = ringed = settings.gradientsConsumedOnLanding;
+    options.gradientRing = settings.gradientsConsumedOnLanding;
     options.attention = settings.attention;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
     // This rank updates its shards, from gradients the device averaged, as the updates
@@ -117,7 +117,7 @@ public:
   bool pullsGradient(int p) const override { return executor->gradientOnDevice(p); }
 
   bool overlapsUpdates() const override { return true; }
-  bool reusesGradientMemory() const override { return ringed; }
+  bool reusesGradientMemory() const override { return executor->reusesGradientMemory(); }
   void onGradient(std::function<void(int p)> listener) override {
     executor->onGradient(std::move(listener));
   }
@@ -200,7 +200,6 @@ private:
   const plan::Plan &plan;
   const HostState &state;
   int processes, processRank;
-  bool ringed = false; // BackendSettings::gradientsConsumedOnLanding
   std::unique_ptr<cuda::NcclCommunicator> nccl;
   std::unique_ptr<cuda::Executor> executor;
   std::unique_ptr<DataParallelRank> rank;

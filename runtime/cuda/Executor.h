@@ -157,6 +157,8 @@ public:
   int64_t gradientBytesPulled() const { return puller ? puller->bytesPulled() : 0; }
   double gradientPullWaitMs() const { return puller ? puller->waitedMs() : 0; }
   const DeviceMemory &memory() const { return deviceMemory; }
+  /// Whether later gradients may land over earlier ones once updated (options.gradientRing).
+  bool reusesGradientMemory() const { return options.gradientRing; }
   /// Why a plan that pulls its gradients lands them in host memory in this run; empty where
   /// it pulls them (or does not ask to).
   const std::string &gradientsLanded() const { return gradientsLandedWhy; }

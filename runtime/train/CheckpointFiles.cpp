@@ -50,9 +50,9 @@ std::vector<Segment> segmentsOf(const HostState &state) {
       throw std::runtime_error("checkpoints hold whole parameters; a data-parallel rank holds "
                                "shards of them");
     int64_t bytes = parameter.count * static_cast<int64_t>(sizeof(float));
+    // Whole masters have no halves; split ones no fp32 bytes (HostState keeps one or the other).
     segments.push_back({reinterpret_cast<char *>(parameter.master), bytes, offset,
-                        static_cast<int>(p), parameter.master ? nullptr : parameter.streamCopy,
-                        parameter.master ? nullptr : parameter.masterLow});
+                        static_cast<int>(p), parameter.streamCopy, parameter.masterLow});
     offset += bytes;
     for (float *values : {parameter.firstMoment, parameter.secondMoment}) {
       segments.push_back({reinterpret_cast<char *>(values), bytes, offset, static_cast<int>(p)});
