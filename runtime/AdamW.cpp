@@ -80,18 +80,8 @@ double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps)
 
 namespace {
 
-/// squaredNorm's chunks: fixed, summed in order, so the bits do not depend on the core count;
-/// a whole number of vectors, so adamwUpdate can update by them.
-constexpr int64_t kNormChunk = 1 << 16;
-
-/// A chunk's squares go to kSquareLanes double sums, element i to lane i mod kSquareLanes,
-/// added pairwise at the end: every vector unit then adds in the same order (the same bits),
-/// and the sums do not wait on each other, so the norm costs little beside the update. A
-/// float's square is exact in double: only the sums round.
-constexpr int kSquareLanes = 16;
-
 double combineLanes(double *lanes) {
-  for (int width = kSquareLanes / 2; width > 0; width /= 2)
+  for (int width = kAdamWSquareLanes / 2; width > 0; width /= 2)
     for (int j = 0; j < width; ++j)
       lanes[j] += lanes[j + width];
   return lanes[0];
@@ -99,7 +89,7 @@ double combineLanes(double *lanes) {
 
 void squaresScalar(const float *values, int64_t begin, int64_t end, double *lanes) {
   for (int64_t i = begin; i < end; ++i)
-    lanes[(i - begin) % kSquareLanes] += static_cast<double>(values[i]) * values[i];
+    lanes[(i - begin) % kAdamWSquareLanes] += static_cast<double>(values[i]) * values[i];
 }
 
 /// 16 floats' squares into the 16 lanes: the first 8 to `first` (lanes 0-7), the rest to
@@ -126,7 +116,7 @@ __attribute__((target("avx512f"))) void squaresAvx512(const float *values, int64
                                                       int64_t end, double *lanes) {
   __m512d first = _mm512_loadu_pd(lanes), last = _mm512_loadu_pd(lanes + 8);
   int64_t i = begin;
-  for (; i + kSquareLanes <= end; i += kSquareLanes)
+  for (; i + kAdamWSquareLanes <= end; i += kAdamWSquareLanes)
     addSquares(_mm512_loadu_ps(values + i), first, last);
   _mm512_storeu_pd(lanes, first);
   _mm512_storeu_pd(lanes + 8, last);
@@ -139,7 +129,7 @@ __attribute__((target("avx2"))) void squaresAvx2(const float *values, int64_t be
   for (int k = 0; k < 4; ++k)
     sums[k] = _mm256_loadu_pd(lanes + 4 * k);
   int64_t i = begin;
-  for (; i + kSquareLanes <= end; i += kSquareLanes) {
+  for (; i + kAdamWSquareLanes <= end; i += kAdamWSquareLanes) {
     addSquares(_mm256_loadu_ps(values + i), sums[0], sums[1]);
     addSquares(_mm256_loadu_ps(values + i + 8), sums[2], sums[3]);
   }
@@ -185,10 +175,12 @@ SquaresRange vectorSquares() {
 }
 
 double chunkSquares(SquaresRange squares, const float *values, int64_t begin, int64_t end) {
-  double lanes[kSquareLanes] = {};
+  double lanes[kAdamWSquareLanes] = {};
   squares(values, begin, end, lanes);
   return combineLanes(lanes);
 }
+
+} // namespace
 
 double sumInOrder(const std::vector<double> &partial) {
   double sum = 0;
@@ -197,24 +189,22 @@ double sumInOrder(const std::vector<double> &partial) {
   return sum;
 }
 
-} // namespace
-
 double squaredNorm(const float *values, int64_t count) {
-  int64_t chunks = (count + kNormChunk - 1) / kNormChunk;
+  int64_t chunks = (count + kAdamWNormChunk - 1) / kAdamWNormChunk;
   std::vector<double> partial(chunks, 0.0);
   SquaresRange squares = vectorSquares(); // here: the pool's workers must not throw
   runParallel(chunks, [&](int64_t c) {
-    partial[c] =
-        chunkSquares(squares, values, c * kNormChunk, std::min(count, (c + 1) * kNormChunk));
+    partial[c] = chunkSquares(squares, values, c * kAdamWNormChunk,
+                              std::min(count, (c + 1) * kAdamWNormChunk));
   });
   return sumInOrder(partial);
 }
 
 double squaredNormScalar(const float *values, int64_t count) {
   std::vector<double> partial;
-  for (int64_t begin = 0; begin < count; begin += kNormChunk)
+  for (int64_t begin = 0; begin < count; begin += kAdamWNormChunk)
     partial.push_back(
-        chunkSquares(squaresScalar, values, begin, std::min(count, begin + kNormChunk)));
+        chunkSquares(squaresScalar, values, begin, std::min(count, begin + kAdamWNormChunk)));
   return sumInOrder(partial);
 }
 
@@ -222,22 +212,16 @@ float clipScale(double norm, double maxNorm) {
   return maxNorm > 0 && norm > maxNorm ? static_cast<float>(maxNorm / (norm + 1e-6)) : 1.0f;
 }
 
+AdamWConstants::AdamWConstants(const plan::AdamW &config, double lr, double weightDecay,
+                               int64_t step, float gradScale, float decayCenter)
+    : gradScale(gradScale), decay(static_cast<float>(1.0 - lr * weightDecay)), center(decayCenter),
+      beta1(config.beta1()), oneMinusBeta1(1 - beta1), beta2(config.beta2()),
+      oneMinusBeta2(1 - beta2),
+      negativeStepSize(-static_cast<float>(lr / (1.0 - std::pow(config.beta1(), step)))),
+      correction2Sqrt(static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2(), step)))),
+      eps(config.eps()) {}
+
 namespace {
-
-/// The constants of one update, in the float precision torch's AdamW computes them.
-struct AdamWStep {
-  float gradScale, decay, center, beta1, oneMinusBeta1, beta2, oneMinusBeta2, negativeStepSize,
-      correction2Sqrt, eps;
-
-  AdamWStep(const plan::AdamW &config, double lr, double weightDecay, int64_t step, float gradScale,
-            float decayCenter)
-      : gradScale(gradScale), decay(static_cast<float>(1.0 - lr * weightDecay)),
-        center(decayCenter), beta1(config.beta1()), oneMinusBeta1(1 - beta1), beta2(config.beta2()),
-        oneMinusBeta2(1 - beta2),
-        negativeStepSize(-static_cast<float>(lr / (1.0 - std::pow(config.beta1(), step)))),
-        correction2Sqrt(static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2(), step)))),
-        eps(config.eps()) {}
-};
 
 /// Master i of `w` as a float, and back.
 float loadMaster(const MasterWeights &w, int64_t i) {
@@ -252,10 +236,10 @@ void storeMaster(const MasterWeights &w, int64_t i, float value) {
 
 /// The same fp32 operations in the same order as torch's single-tensor AdamW, and the
 /// gradient's squares into the lanes of a chunk that starts at `origin`.
-void updateElements(const AdamWStep &k, const MasterWeights &w, float *m, float *v,
+void updateElements(const AdamWConstants &k, const MasterWeights &w, float *m, float *v,
                     const float *grad, int64_t begin, int64_t end, double *lanes, int64_t origin) {
   for (int64_t i = begin; i < end; ++i) {
-    lanes[(i - origin) % kSquareLanes] += static_cast<double>(grad[i]) * grad[i];
+    lanes[(i - origin) % kAdamWSquareLanes] += static_cast<double>(grad[i]) * grad[i];
     float g = grad[i] * k.gradScale; // torch's clip_grad_norm_ scales in place, in fp32
     float p = (loadMaster(w, i) - k.center) * k.decay + k.center;
     m[i] = m[i] * k.beta1 + g * k.oneMinusBeta1;
@@ -267,8 +251,8 @@ void updateElements(const AdamWStep &k, const MasterWeights &w, float *m, float 
 }
 
 /// One chunk's update: the chunk's gradient squares go to `lanes` as squaresScalar puts them.
-void updateScalar(const AdamWStep &k, const MasterWeights &w, float *m, float *v, const float *grad,
-                  int64_t begin, int64_t end, double *lanes) {
+void updateScalar(const AdamWConstants &k, const MasterWeights &w, float *m, float *v,
+                  const float *grad, int64_t begin, int64_t end, double *lanes) {
   updateElements(k, w, m, v, grad, begin, end, lanes, begin);
 }
 
@@ -305,16 +289,17 @@ __attribute__((target("avx512f"))) void storeMasters16(const MasterWeights &w, i
 
 // The vector paths do the scalar path's operations one by one (no fused multiply-add), so
 // their results are bit-identical to it; they square the gradient as it is loaded.
-__attribute__((target("avx512f"))) void updateAvx512(const AdamWStep &k, const MasterWeights &w,
-                                                     float *m, float *v, const float *grad,
-                                                     int64_t begin, int64_t end, double *lanes) {
+__attribute__((target("avx512f"))) void updateAvx512(const AdamWConstants &k,
+                                                     const MasterWeights &w, float *m, float *v,
+                                                     const float *grad, int64_t begin, int64_t end,
+                                                     double *lanes) {
   const __m512 gradScale = _mm512_set1_ps(k.gradScale), decay = _mm512_set1_ps(k.decay),
                center = _mm512_set1_ps(k.center), beta1 = _mm512_set1_ps(k.beta1),
                oneMinusBeta1 = _mm512_set1_ps(k.oneMinusBeta1), beta2 = _mm512_set1_ps(k.beta2),
                oneMinusBeta2 = _mm512_set1_ps(k.oneMinusBeta2),
                stepSize = _mm512_set1_ps(k.negativeStepSize),
                correction = _mm512_set1_ps(k.correction2Sqrt), eps = _mm512_set1_ps(k.eps);
-  static_assert(kSquareLanes == 16, "16 floats a vector, 8 doubles a half");
+  static_assert(kAdamWSquareLanes == 16, "16 floats a vector, 8 doubles a half");
   __m512d firstLanes = _mm512_loadu_pd(lanes), lastLanes = _mm512_loadu_pd(lanes + 8);
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
@@ -370,7 +355,7 @@ __attribute__((target("avx2"))) void storeMasters8(const MasterWeights &w, int64
   _mm_storeu_si128(reinterpret_cast<__m128i *>(w.low + i), _mm256_extracti128_si256(halves, 1));
 }
 
-__attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, const MasterWeights &w,
+__attribute__((target("avx2"))) void updateAvx2(const AdamWConstants &k, const MasterWeights &w,
                                                 float *m, float *v, const float *grad,
                                                 int64_t begin, int64_t end, double *lanes) {
   const __m256 gradScale = _mm256_set1_ps(k.gradScale), decay = _mm256_set1_ps(k.decay),
@@ -406,7 +391,7 @@ __attribute__((target("avx2"))) void updateAvx2(const AdamWStep &k, const Master
   updateElements(k, w, m, v, grad, i, end, lanes, begin);
 }
 
-using UpdateRange = void (*)(const AdamWStep &, const MasterWeights &, float *, float *,
+using UpdateRange = void (*)(const AdamWConstants &, const MasterWeights &, float *, float *,
                              const float *, int64_t, int64_t, double *);
 
 UpdateRange vectorUpdate() {
@@ -422,23 +407,29 @@ const char *adamwVectorUnit() {
 void adamwUpdateScalar(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
                        double lr, double weightDecay, const plan::AdamW &config, int64_t step,
                        float decayCenter) {
-  double lanes[kSquareLanes] = {};
-  updateScalar(AdamWStep(config, lr, weightDecay, step, 1.0f, decayCenter), param, m, v, grad, 0,
-               count, lanes);
+  double lanes[kAdamWSquareLanes] = {};
+  updateScalar(AdamWConstants(config, lr, weightDecay, step, 1.0f, decayCenter), param, m, v, grad,
+               0, count, lanes);
 }
 
 double adamwUpdate(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
                    double lr, double weightDecay, const plan::AdamW &config, int64_t step,
                    float gradScale, float decayCenter, bool guarded) {
-  AdamWStep constants(config, lr, weightDecay, step, gradScale, decayCenter);
+  return adamwUpdate(param, m, v, grad, count,
+                     AdamWConstants(config, lr, weightDecay, step, gradScale, decayCenter),
+                     guarded);
+}
+
+double adamwUpdate(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
+                   const AdamWConstants &constants, bool guarded) {
   UpdateRange update = vectorUpdate();
   SquaresRange squares = vectorSquares();
   // Every element is independent: the chunks spread over all cores. Each gradient element is
   // squared as the update loads it: the norm costs no pass over memory of its own.
-  int64_t chunks = (count + kNormChunk - 1) / kNormChunk;
+  int64_t chunks = (count + kAdamWNormChunk - 1) / kAdamWNormChunk;
   std::vector<double> partial(chunks, 0.0);
   runParallel(chunks, [&](int64_t c) {
-    int64_t begin = c * kNormChunk, end = std::min(count, begin + kNormChunk);
+    int64_t begin = c * kAdamWNormChunk, end = std::min(count, begin + kAdamWNormChunk);
     if (guarded) {
       // The chunk's gradient measured first, while it stays in cache: a chunk with a value
       // that is not finite keeps its weights (and so its bf16 copy) and moments.
@@ -448,7 +439,7 @@ double adamwUpdate(MasterWeights param, float *m, float *v, const float *grad, i
         return;
       }
     }
-    double lanes[kSquareLanes] = {};
+    double lanes[kAdamWSquareLanes] = {};
     update(constants, param, m, v, grad, begin, end, lanes);
     partial[c] = combineLanes(lanes);
   });

@@ -4,6 +4,7 @@
 #define MT_RUNTIME_ADAMW_H
 
 #include "plan/plan.pb.h"
+#include "runtime/AdamWConstants.h"
 
 #include <cstdint>
 #include <string>
@@ -31,6 +32,9 @@ std::vector<WeightDecay> weightDecays(const plan::Plan &plan, const plan::AdamW 
 /// The learning rate of step `step` (from 1): linear warmup over `warmup` steps, then
 /// constant or a cosine decay to `min_lr` at `totalSteps`.
 double learningRate(const plan::AdamW &config, int64_t step, int64_t totalSteps);
+
+/// The chunks' squares summed in their order: the norm's bits on every unit and core count.
+double sumInOrder(const std::vector<double> &partial);
 
 /// The sum of squares of `count` values, on every core, in a fixed order (the same bits on
 /// every vector unit and core count).
@@ -74,6 +78,9 @@ const char *adamwVectorUnit();
 double adamwUpdate(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
                    double lr, double weightDecay, const plan::AdamW &config, int64_t step,
                    float gradScale = 1.0f, float decayCenter = 0.0f, bool guarded = false);
+/// The same update from its constants (AdamWConstants of those arguments).
+double adamwUpdate(MasterWeights param, float *m, float *v, const float *grad, int64_t count,
+                   const AdamWConstants &constants, bool guarded);
 
 /// The scalar reference of adamwUpdate, one thread, for tests of the vector paths.
 void adamwUpdateScalar(MasterWeights param, float *m, float *v, const float *grad, int64_t count,

@@ -6,24 +6,31 @@
 #include <cstdint>
 #include <cstring>
 
+// The halves' functions serve the device's AdamW too (runtime/cuda/kernels/AdamW.cu).
+#ifdef __CUDACC__
+#define MT_HOST_DEVICE __host__ __device__
+#else
+#define MT_HOST_DEVICE
+#endif
+
 namespace mt {
 
 /// The high half of a master's bits: the master rounded to bfloat16, to nearest with ties away
 /// from zero (nearest even would leave two masters a half apart with one pair of halves), a
 /// NaN kept a quiet NaN. Away from zero the rounding is one integer add on the bits.
-inline uint16_t highHalf(uint32_t bits) {
+MT_HOST_DEVICE inline uint16_t highHalf(uint32_t bits) {
   if ((bits & 0x7fffffffu) > 0x7f800000u)
     return static_cast<uint16_t>((bits >> 16) | 0x40);
   return static_cast<uint16_t>((bits + 0x8000u) >> 16);
 }
 
 /// Whether a high half is a NaN's: its low half holds the NaN's low bits as they are.
-inline bool isNanHalf(uint16_t high) { return (high & 0x7fffu) > 0x7f80u; }
+MT_HOST_DEVICE inline bool isNanHalf(uint16_t high) { return (high & 0x7fffu) > 0x7f80u; }
 
 /// The master of `high` and `low`: the high half's bits plus the low half as a signed
 /// 16-bit difference (negative where the high half was rounded up); a NaN's halves side by
 /// side, so that a quiet NaN comes back bit for bit (a signaling one quieted).
-inline float joinHalves(uint16_t high, uint16_t low) {
+MT_HOST_DEVICE inline float joinHalves(uint16_t high, uint16_t low) {
   const uint32_t top = static_cast<uint32_t>(high) << 16;
   uint32_t bits =
       isNanHalf(high)
@@ -36,7 +43,7 @@ inline float joinHalves(uint16_t high, uint16_t low) {
 
 /// Splits `value` into its halves: joinHalves(high, low) gives it back bit for bit (a NaN
 /// quieted).
-inline void splitMaster(float value, uint16_t &high, uint16_t &low) {
+MT_HOST_DEVICE inline void splitMaster(float value, uint16_t &high, uint16_t &low) {
   uint32_t bits;
   std::memcpy(&bits, &value, 4);
   high = highHalf(bits);

@@ -179,14 +179,15 @@ done
 # with --on-nonfinite skip no update applies on the device either (the gated guard), and the
 # saved weights are the loaded ones bit for bit; stop exits 3.
 resume_both() {
-  local plan=$1 data=$2 dir=$out/resume-$(basename "$1" .mtp)
+  local plan=$1 data=$2 dir=$out/resume-$(basename "$1" .mtp)${3:+-more}
+  shift 2 # the rest: mt-run's flags for every run
   rm -rf "$dir" && mkdir -p "$dir" &&
     $run "$plan" --data "$data" --steps 12 --metrics "$dir/full.jsonl" \
-      --save-weights "$dir/full.safetensors" &&
+      --save-weights "$dir/full.safetensors" "$@" &&
     $run "$plan" --data "$data" --steps 7 --checkpoint-dir "$dir/ck" --checkpoint-every 3 \
-      --metrics "$dir/part.jsonl" &&
+      --metrics "$dir/part.jsonl" "$@" &&
     $run "$plan" --data "$data" --steps 12 --resume "$dir/ck" --metrics "$dir/part.jsonl" \
-      --save-weights "$dir/part.safetensors" &&
+      --save-weights "$dir/part.safetensors" "$@" &&
     cmp "$dir/full.safetensors" "$dir/part.safetensors" &&
     diff <(sed 's/,"ms".*//' "$dir/full.jsonl") <(sed 's/,"ms".*//' "$dir/part.jsonl") &&
     echo "resumed after step 7: weights and losses bitwise the uninterrupted run's"
@@ -481,6 +482,42 @@ print(len(runs[0]), "steps, the same losses streamed and persistent; step ms str
 PY
 }
 part llama-1b-persistent persistent_same_losses
+
+# Updates on the device (mt-run --device-updates): the persistent weights' AdamW runs on the
+# device from their gradients in the device's ring, their state crossing in and back. The
+# device does the host's fp32 operations in its order: the same losses, and saved, the same
+# weights bit for bit, as the same plan updated on the host; the norms within 1e-6 (the host
+# sums a pulled gradient's squares by its pulled chunks). Checkpointed and resumed, the run
+# ends with the uninterrupted run's weights and losses.
+device_updates_same_bits() {
+  for where in host device; do
+    $run $plans/llama-1b-persistent-device.mtp --init random --data $plans/llama-1b.tokens \
+      --steps 6 --lr 3e-4 --warmup 4 --backend=cuda --attention=cudnn-deterministic \
+      $([[ $where == device ]] && echo --device-updates) \
+      --metrics "$out/llama-1b-updates-$where.jsonl" \
+      --save-weights "$out/llama-1b-updates-$where.safetensors" >"$out/updates-$where.txt" ||
+      return 1
+  done
+  grep '^updates' "$out/updates-device.txt" && grep -q 'updated on the device' \
+    "$out/updates-device.txt" && ! grep -q '^updates' "$out/updates-host.txt" &&
+    cmp "$out/llama-1b-updates-host.safetensors" "$out/llama-1b-updates-device.safetensors" &&
+    python3 - "$out/llama-1b-updates-host.jsonl" "$out/llama-1b-updates-device.jsonl" <<'PY'
+import json, sys
+runs = [[json.loads(line) for line in open(path)] for path in sys.argv[1:]]
+assert len(runs[0]) == len(runs[1]) == 6
+for a, b in zip(*runs):
+    assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])
+    assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-6 * a["grad_norm"], (a, b)
+assert all(r["device_update_gbps"] > 0 for r in runs[1][1:]), runs[1]
+print("6 steps, the same losses and weights updated on the host and on the device; step ms",
+      [round(r["ms"]) for r in runs[0]], "and", [round(r["ms"]) for r in runs[1]],
+      "; the device's updates moved GB/s", [round(r["device_update_gbps"], 1) for r in runs[1]])
+PY
+}
+part llama-1b-device-updates device_updates_same_bits
+part resume-llama-1b-device-updates resume_both $plans/llama-1b-persistent-device.mtp \
+  $plans/llama-1b.tokens --init random --backend=cuda --attention=cudnn-deterministic \
+  --device-updates
 
 # Saved activations (mtc --saved-layers): every layer keeps the products' and attentions'
 # results its backward reads instead of recomputing its forward there. The same kernels on the

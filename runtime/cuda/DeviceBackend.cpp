@@ -76,6 +76,7 @@ public:
     options.collectives = nccl.get();
     options.gradientRing = settings.gradientsConsumedOnLanding;
     options.attention = settings.attention;
+    options.deviceUpdates = settings.deviceUpdates;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
     // This rank updates its shards, from gradients the device averaged, as the updates
     // overlap the device; the loss and the norm over the ranks are the host's only
@@ -90,12 +91,14 @@ public:
       cuda::launchTrap(nullptr); // the legacy stream: every stream of the executor then fails
     int64_t pulledBefore = executor->gradientBytesPulled();
     int64_t sentBefore = executor->weightBytesSent();
+    int64_t movedBefore = executor->updateBytesMoved();
     double waitedBefore = executor->gradientPullWaitMs();
     last = executor->run(inputs);
     // The updates pull while the steps run: the bytes since the last step's start, and the
     // time the updates waited for them.
     pulledInStep = executor->gradientBytesPulled() - pulledBefore;
     sentInStep = executor->weightBytesSent() - sentBefore;
+    movedInStep = executor->updateBytesMoved() - movedBefore;
     pullWaitInStep = executor->gradientPullWaitMs() - waitedBefore;
     used = std::max(used, baselineFree - freeDeviceBytes());
     losses[step & 1] = last.loss;
@@ -115,6 +118,11 @@ public:
     executor->updateParameter(p, count, gradient, update);
   }
   bool pullsGradient(int p) const override { return executor->gradientOnDevice(p); }
+  bool updatesOnDevice(int p) const override { return executor->updatesOnDevice(p); }
+  double updateOnDevice(int p, const AdamWConstants &constants, bool guarded) override {
+    return executor->updateOnDevice(p, constants, guarded);
+  }
+  void settleUpdates() override { executor->settleUpdates(); }
 
   bool overlapsUpdates() const override { return true; }
   bool reusesGradientMemory() const override { return executor->reusesGradientMemory(); }
@@ -208,6 +216,7 @@ private:
   int64_t used = 0;          // device memory the process holds after the last step
   int64_t pulledInStep = 0;  // gradient bytes the updates pulled while the last step ran
   int64_t sentInStep = 0;    // persistent weights' bytes the updates sent meanwhile
+  int64_t movedInStep = 0;   // the device's updates' state bytes, both ways, meanwhile
   double pullWaitInStep = 0; // ms the updates waited for those pulls
   double losses[2] = {0, 0}; // this rank's loss of the last two steps, then over the ranks
 };
@@ -240,6 +249,23 @@ void DeviceBackend::printStartup(int64_t parameters) const {
   else if (!executor->gradientsLanded().empty())
     std::printf("gradients   | landed in host memory, though the plan pulls them: %s\n",
                 executor->gradientsLanded().c_str());
+  if (memory.updates > 0) {
+    int updated = 0;
+    int64_t elements = 0;
+    for (int p = 0; p < plan.parameters_size(); ++p)
+      if (executor->updatesOnDevice(p)) {
+        ++updated;
+        elements += state.parameters[p].count;
+      }
+    std::printf("updates     | %d parameters (%.1f%% of the elements, the persistent weights) "
+                "updated on the device: their state crosses in and back, %.1f MiB of device "
+                "memory beside the plan's\n",
+                updated, 100.0 * static_cast<double>(elements) / static_cast<double>(parameters),
+                memory.updates / 1048576.0);
+  } else if (!executor->updatesOnHost().empty()) {
+    std::printf("updates     | on the host, though --device-updates asks for the device: %s\n",
+                executor->updatesOnHost().c_str());
+  }
   if (nccl)
     std::printf("data parallel | %d GPUs over NCCL | host state %.1f MiB on rank 0 (its "
                 "shards) | gradients averaged and weights gathered on the device, a "
@@ -259,11 +285,13 @@ std::string DeviceBackend::report() const {
   const cuda::DeviceMemory &memory = executor->memory();
   const int64_t held = this->held(), planned = planDeviceBytes(plan);
   char beside[160] = "";
-  if (memory.cudnnBeside > 0 || memory.gradientRing > 0)
+  if (memory.cudnnBeside > 0 || memory.gradientRing > 0 || memory.updates > 0)
     std::snprintf(beside, sizeof beside,
-                  ", beside it cuDNN's own workspace %.3f GiB and the gradient ring %.3f GiB",
+                  ", beside it cuDNN's own workspace %.3f GiB, the gradient ring %.3f GiB and "
+                  "the device's updates %.3f GiB",
                   gib(static_cast<double>(memory.cudnnBeside)),
-                  gib(static_cast<double>(memory.gradientRing)));
+                  gib(static_cast<double>(memory.gradientRing)),
+                  gib(static_cast<double>(memory.updates)));
   std::snprintf(line, sizeof line,
                 " | device %.1f ms | %.1f TFLOPS | h2d %.1f GB/s | d2h %.1f GB/s | compute %.0f%% "
                 "busy | device memory %.3f GiB %s plan %.3f GiB%s (process %.3f GiB)",
@@ -287,6 +315,8 @@ StepMeasureList DeviceBackend::measures() const {
       {"pull_wait_ms", pullWaitInStep},
       // A plan with persistent weights: the updates' copies sent to them meanwhile.
       {"sent_gbps", sentInStep / seconds / 1e9},
+      // --device-updates: the updates' state crossing in and back meanwhile.
+      {"device_update_gbps", movedInStep / seconds / 1e9},
       {"compute_busy", last.busyMs[1] / last.ms},
       {"device_bytes", static_cast<double>(held())},
       {"plan_peak_bytes", static_cast<double>(planDeviceBytes(plan))},

@@ -531,6 +531,8 @@ void Executor::start(const Layout &layout) {
   if (deviceRing)
     puller = std::make_unique<GradientPuller>(
         reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements, *pinned);
+  if (options.deviceUpdates)
+    startDeviceUpdates();
   for (int e = 0; e < plan.events(); ++e)
     events.push_back(Event::forOrdering());
   clock.begin = Event::forTiming();
@@ -545,6 +547,49 @@ void Executor::start(const Layout &layout) {
   MT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+void Executor::startDeviceUpdates() {
+  std::vector<int> onDevice;
+  for (int p = 0; p < plan.parameters_size(); ++p)
+    if (persistentWeight(p) && gradientOnDevice(p))
+      onDevice.push_back(p);
+  if (persistentSent.empty())
+    updatesOnHostWhy = "the plan keeps no weight on the device across steps (mtc "
+                       "--persistent-layers)";
+  else if (!deviceRing)
+    updatesOnHostWhy = "the gradients land in host memory: " +
+                       (gradientsLandedWhy.empty()
+                            ? std::string("the plan does not pull them (mtc --pull-gradients)")
+                            : gradientsLandedWhy);
+  else if (onDevice.empty())
+    updatesOnHostWhy = "no persistent weight's gradient waits in the device's ring";
+  if (!updatesOnHostWhy.empty())
+    return;
+  size_t freeBytes = 0, totalBytes = 0;
+  MT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  const int64_t needed = DeviceUpdater::deviceBytesFor(state, onDevice);
+  if (needed > static_cast<int64_t>(freeBytes) - kPullMargin) {
+    char why[200];
+    std::snprintf(why, sizeof why,
+                  "they need %.2f GiB of device memory beside the plan and the ring, and the "
+                  "device has %.2f GiB free, less 1 GiB kept for cuDNN's own",
+                  needed / 1073741824.0, freeBytes / 1073741824.0);
+    updatesOnHostWhy = why;
+    return;
+  }
+  updater = std::make_unique<DeviceUpdater>(state, onDevice, *pinned);
+  deviceMemory.updates = updater->deviceBytes();
+}
+
+double Executor::updateOnDevice(int p, const AdamWConstants &constants, bool guarded) {
+  if (!updatesOnDevice(p))
+    throw std::logic_error("parameter " + plan.parameters(p).name() +
+                           " is not updated on the device");
+  double squares = updater->squares(p);
+  updater->update(p, gradients.at(p), constants, guarded, persistentTargets.at(p),
+                  persistentSent.at(p));
+  return squares;
+}
+
 // The members free the device's memory, streams and events, and unpin the host's, once the
 // device has finished with them.
 Executor::~Executor() { cudaDeviceSynchronize(); }
@@ -553,6 +598,11 @@ void Executor::drain() {
   for (int s = 0; s < 3; ++s)
     if (streams[s])
       cudaStreamSynchronize(streams[s]);
+  if (updater)
+    try {
+      updater->settle();
+    } catch (const std::exception &) { // a failed step drains too
+    }
   // After a device error the synchronizations return at once, while a landing's callback may
   // still run: from here on none reaches the listener, and once this returns none is inside
   // it (the callback holds the lock around it), so what it calls may be torn down.
@@ -970,13 +1020,19 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
         // A gradient's host slot is free once the update that read it last has run (and,
         // in the ring, the gradients of the slots it overlaps have landed and been used).
         if (parameterAwait && p >= 0) {
+          // A gradient the device updates is read there until its update's end.
+          auto awaitUpdate = [&](int q) {
+            parameterAwait(q);
+            if (updatesOnDevice(q))
+              MT_CUDA_CHECK(cudaStreamWaitEvent(stream, persistentSent[q]));
+          };
           if (!ringOccupants.empty())
             for (auto [q, sameStep] : ringOccupants[p]) {
               if (sameStep)
                 awaitLanding(q);
-              parameterAwait(q);
+              awaitUpdate(q);
             }
-          parameterAwait(p);
+          awaitUpdate(p);
         }
         startClock();
         // With ranks, a gradient is averaged on the device and this rank's shard offloaded.
@@ -990,6 +1046,8 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
           // Into the device's ring: the update pulls it across PCIe.
           MT_CUDA_CHECK(cudaMemcpyAsync(results[r].data, from.data, from.bytes(),
                                         cudaMemcpyDeviceToDevice, stream));
+          if (updatesOnDevice(p)) // its squares reach the host before its landing's notice
+            updater->measure(p, static_cast<const float *>(results[r].data), stream);
         } else {
           pinned->copy(static_cast<char *>(from.data) + shard.begin * width,
                        static_cast<char *>(results[r].data) + shard.begin * width,

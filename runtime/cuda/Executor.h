@@ -11,6 +11,7 @@
 #include "runtime/cuda/CudnnAttention.h"
 #include "runtime/cuda/DeviceCollectives.h"
 #include "runtime/cuda/DeviceTensor.h"
+#include "runtime/cuda/DeviceUpdater.h"
 #include "runtime/cuda/GradientPuller.h"
 #include "runtime/cuda/PinnedMemory.h"
 #include "runtime/cuda/Scratch.h"
@@ -61,6 +62,10 @@ struct ExecutorOptions {
   bool gradientRing = false;
   /// The kernels of fused attention (cuDNN's where they serve, or mt's own).
   AttentionKernels attention = AttentionKernels::Cudnn;
+  /// AdamW of each persistent weight whose gradient waits in the device's ring runs on the
+  /// device (updateOnDevice, a DeviceUpdater beside the plan's memory): its split masters and
+  /// moments cross in and back, and its device copies take the updated high halves directly.
+  bool deviceUpdates = false;
 };
 
 /// One command as it ran: its stream, and start/end in ms from the step's start.
@@ -89,9 +94,10 @@ struct DeviceMemory {
   int64_t scratchUsed = 0; // the most one command's kernels have used
   int64_t cudnnBeside = 0; // cuDNN's own, for calls the scratch could not hold
   int64_t gradientRing = 0; // pulled gradients' ring (a plan's pull_gradients)
+  int64_t updates = 0;      // the device's updates: their state's pieces and squares
   int64_t total() const {
     return arena + scratch + blasWorkspace + constants + inputs + staging + cudnnBeside +
-           gradientRing;
+           gradientRing + updates;
   }
 };
 
@@ -146,6 +152,23 @@ public:
   /// persistent prefetch), each piece's bf16 copy then crosses to the device from the host
   /// state's: the next step's readers wait for it. From one thread at a time.
   void updateParameter(int p, int64_t count, const float *gradient, const GradientVisitor &update);
+  /// Whether p's AdamW runs on the device (options.deviceUpdates, where the plan keeps p's
+  /// weight on the device and its gradient waits in the device's ring).
+  bool updatesOnDevice(int p) const { return updater && updater->updates(p); }
+  /// Enqueues p's AdamW on the device after its gradient of this run has landed in the ring,
+  /// and returns the gradient's squares (adamwUpdate's, bit for bit). The next run's readers
+  /// of p and the ring's next occupant of its slot wait for it on the device. From one
+  /// thread at a time.
+  double updateOnDevice(int p, const AdamWConstants &constants, bool guarded);
+  /// Blocks until the device's updates have reached the host state.
+  void settleUpdates() {
+    if (updater)
+      updater->settle();
+  }
+  /// Why options.deviceUpdates updates nothing on the device in this run; empty otherwise.
+  const std::string &updatesOnHost() const { return updatesOnHostWhy; }
+  /// The bytes the device's updates moved across PCIe so far, both ways.
+  int64_t updateBytesMoved() const { return updater ? updater->bytesMoved() : 0; }
   /// Whether the plan keeps parameter p's weights on the device across steps.
   bool persistentWeight(int p) const {
     return !persistentTargets.empty() && !persistentTargets.at(p).empty();
@@ -206,6 +229,9 @@ private:
   int completingCommand(int p, const std::vector<int> &producer) const;
   /// Pins the host state and block, and makes the streams and events.
   void start(const Layout &layout);
+  /// The device's updates (options.deviceUpdates) of the persistent weights whose gradients
+  /// wait in the ring, or why none.
+  void startDeviceUpdates();
   /// Places the gradients `order` (step value ids, in landing order) in a ring at `base` of
   /// the host block, sets ringOccupants, and returns the ring's bytes.
   /// `bytes` holds each offloaded value's host bytes.
@@ -274,6 +300,9 @@ private:
   int64_t pullSlotElements = 0; // kPullChunk, or the largest gradient where it is smaller
   std::string gradientsLandedWhy;
   std::unique_ptr<GradientPuller> puller;
+  /// The device's updates (options.deviceUpdates), or why there are none.
+  std::unique_ptr<DeviceUpdater> updater;
+  std::string updatesOnHostWhy;
   std::unique_ptr<Program> step;
   std::vector<std::unique_ptr<Program>> templates;
   std::vector<float *> gradients;

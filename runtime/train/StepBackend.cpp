@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 namespace mt {
 
@@ -20,6 +21,10 @@ std::vector<int> StepBackend::readOrder(int parameters) const {
   std::vector<int> order(parameters);
   std::iota(order.begin(), order.end(), 0);
   return order;
+}
+
+double StepBackend::updateOnDevice(int p, const AdamWConstants &, bool) {
+  throw std::logic_error("parameter " + std::to_string(p) + " is not updated on the device");
 }
 
 void StepBackend::writeTrace(const std::string &path, const std::vector<UpdateSpan> &) const {

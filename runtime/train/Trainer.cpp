@@ -84,16 +84,20 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
       visit(gradients[p], 0, counts[p]);
   };
   OverlappedUpdates::Optimizer optimizer;
+  // A measured step's updating run is not the measured one (cuDNN's atomic dq differs in its
+  // last bits): what is not finite stays out.
+  const bool guarded = gated || measuringPass;
   optimizer.update = [&](int p, int64_t step, float clip) {
+    if (overlapped && backend->updatesOnDevice(p))
+      return backend->updateOnDevice(
+          p, AdamWConstants(adamw, lrAt(step), decays[p].rate, step, clip, decays[p].center),
+          guarded);
     const ParameterState &parameter = state.parameters[p];
     double squares = 0;
     auto update = [&](const float *grad, int64_t first, int64_t count) {
       squares += adamwUpdate(parameter.weightsAt(first), parameter.firstMoment + first,
                              parameter.secondMoment + first, grad, count, lrAt(step),
-                             decays[p].rate, adamw, step, clip, decays[p].center,
-                             // A measured step's updating run is not the measured one (cuDNN's
-                             // atomic dq differs in its last bits): what is not finite stays out.
-                             /*guarded=*/gated || measuringPass);
+                             decays[p].rate, adamw, step, clip, decays[p].center, guarded);
     };
     if (backend)
       backend->updateParameter(p, counts[p], overlapped ? nullptr : gradients[p], update);
@@ -120,6 +124,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   bool updatesPulled = false;
   for (size_t p = 0; p < state.parameters.size(); ++p) {
     const ParameterState &parameter = state.parameters[p];
+    if (overlapped && backend->updatesOnDevice(static_cast<int>(p)))
+      continue; // the device's, through PCIe
     // A pulled gradient counted as read from the cache it is pulled into just before.
     bool pulled = overlapped && backend->pullsGradient(static_cast<int>(p));
     updatesPulled = updatesPulled || pulled;
@@ -364,8 +370,11 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
       }
       report(record, std::chrono::steady_clock::now());
       reportedThrough = step;
-      if (settings.checkpoints && settles())
+      if (settings.checkpoints && settles()) {
+        if (backend) // the device's updates of the step reach the state first
+          backend->settleUpdates();
         writeCheckpoint(step);
+      }
       if (!outcome.nonFinite.empty())
         break;
     }
@@ -375,6 +384,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
         steps > settings.resumed.step)
       backend->writeTrace(settings.trace, tracedUpdates);
     updates.reset(); // its worker reads what is declared after it
+    if (backend)
+      backend->settleUpdates();
     if (settings.checkpoints)
       reportCheckpoint(settings.checkpoints->finish());
   } catch (...) {

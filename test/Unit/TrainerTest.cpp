@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -88,6 +89,7 @@ public:
     for (int p = 0; p < count; ++p) {
       if (overlapping)
         await(p);
+      applyDeviceUpdates(p); // a device's readers of p wait for its update there
       masters.push_back(state.parameters[p].masters());
     }
     for (int p = count - 1; p >= 0; --p) {
@@ -114,6 +116,19 @@ public:
     }
   }
   bool pullsGradient(int) const override { return chunk > 0; }
+  /// As a device's updates (the CUDA backend's --device-updates): deviceParameter's update
+  /// is taken from its constants and applied later, when the next run reads it or the
+  /// trainer settles, from the gradient as it was.
+  bool updatesOnDevice(int p) const override { return p == deviceParameter; }
+  double updateOnDevice(int p, const mt::AdamWConstants &constants, bool guarded) override {
+    std::lock_guard<std::mutex> lock(devicePending);
+    enqueued.push_back({p, constants, gradients[p], guarded});
+    return mt::squaredNorm(gradients[p].data(), static_cast<int64_t>(gradients[p].size()));
+  }
+  void settleUpdates() override {
+    ++settles;
+    applyDeviceUpdates(-1);
+  }
   bool overlapsUpdates() const override { return overlapping; }
   bool reusesGradientMemory() const override { return ring; }
   void onGradient(std::function<void(int)> listener) override { landed = std::move(listener); }
@@ -124,11 +139,36 @@ public:
   int64_t stopAt = -1; // the step during which `stop` is set
   int64_t failAt = -1; // the step whose run throws
   int64_t chunk = 0;   // elements of a gradient readGradient hands over at a time (0: whole)
+  int deviceParameter = -1; // the parameter updated "on the device"
+  int64_t settles = 0;
   volatile std::sig_atomic_t *stop = nullptr;
 
 private:
+  /// The device's updates enqueued for p (-1: every parameter), in order.
+  void applyDeviceUpdates(int p) {
+    std::lock_guard<std::mutex> lock(devicePending);
+    for (auto it = enqueued.begin(); it != enqueued.end();) {
+      if (p >= 0 && it->parameter != p) {
+        ++it;
+        continue;
+      }
+      mt::ParameterState &parameter = state.parameters[it->parameter];
+      mt::adamwUpdate(parameter.weightsAt(0), parameter.firstMoment, parameter.secondMoment,
+                      it->gradient.data(), parameter.count, it->constants, it->guarded);
+      it = enqueued.erase(it);
+    }
+  }
+
   mt::HostState &state;
   bool overlapping, ring; // ring: as the CUDA backend's gradient ring, reusing gradient memory
+  struct Enqueued {
+    int parameter;
+    mt::AdamWConstants constants;
+    std::vector<float> gradient;
+    bool guarded;
+  };
+  std::mutex devicePending;
+  std::vector<Enqueued> enqueued;
   std::vector<std::vector<float>> gradients;
   std::function<void(int)> landed, await;
 };
@@ -155,13 +195,15 @@ struct Run {
   int64_t runs = 0;
   int64_t dataPosition = 0;
   bool copiesMatch = true; // split masters: each high half the master rounded to nearest
+  int64_t settles = 0;     // the backend's settleUpdates calls
 };
 
 /// Trains `plan` from a fixed start to step `settings.steps`, from `resumeFrom` when given.
 Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlapping,
           mt::TrainerSettings settings, const std::string &metrics = "",
           const std::string &resumeFrom = "", int64_t nanAt = -1, int64_t stopAt = -1,
-          int64_t failAt = -1, int64_t chunk = 0, bool streamCopy = false, bool ring = false) {
+          int64_t failAt = -1, int64_t chunk = 0, bool streamCopy = false, bool ring = false,
+          int deviceParameter = -1) {
   mt::HostState state(plan, streamCopy);
   state.initializeRandomly(7);
   mt::TokenData data(tokens, "u16");
@@ -178,6 +220,7 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   backend.stopAt = stopAt;
   backend.failAt = failAt;
   backend.chunk = chunk;
+  backend.deviceParameter = deviceParameter;
   volatile std::sig_atomic_t stop = 0;
   backend.stop = &stop;
   mt::Trainer trainer(plan, state, &backend, nullptr, data, inputs, decays, log, settings);
@@ -193,6 +236,7 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
     }
   }
   run.runs = backend.runs;
+  run.settles = backend.settles;
   run.dataPosition = data.position();
   return run;
 }
@@ -221,6 +265,31 @@ int main(int argc, char **argv) {
   check(same(after.bits, chunked.bits), "gradients read in chunks give other bits");
   check(chunked.copiesMatch, "a high half is not its master's rounding after chunked updates");
   std::printf("gradients read a chunk at a time (pulled): the same bits\n");
+  // w1 updated "on the device" (enqueued with its constants, applied when the next step
+  // reads it or the trainer settles): the same bits, the run's end settled; checkpointed
+  // every 2 steps (each after settling) and resumed from step 4, the same bits too.
+  Run onDevice = train(plan, tokens, /*overlapping=*/true, settings, "", "", -1, -1, -1, 0,
+                       /*streamCopy=*/true, false, /*deviceParameter=*/1);
+  check(same(after.bits, onDevice.bits), "an update on the device gives other bits");
+  check(onDevice.copiesMatch, "a high half is not its master's rounding after device updates");
+  {
+    mt::CheckpointWriter writer(dir + "/device-updates", 2);
+    mt::TrainerSettings checkpointed = settings;
+    checkpointed.checkpoints = &writer;
+    checkpointed.checkpointEvery = 2;
+    checkpointed.planHash = "test-plan";
+    Run written = train(plan, tokens, true, checkpointed, "", "", -1, -1, -1, 0, true, false, 1);
+    check(same(after.bits, written.bits), "checkpointing device updates changes the bits");
+    // Settled before each of the three checkpoints' copies of the state, and at the end.
+    check(written.settles == 4, std::to_string(written.settles) + " settles");
+    mt::TrainerSettings rest = settings;
+    rest.planHash = "test-plan";
+    Run resumed = train(plan, tokens, true, rest, "", dir + "/device-updates/step-00000004", -1, -1,
+                        -1, 0, true, false, 1);
+    check(resumed.runs == 2 && same(resumed.bits, after.bits),
+          "a checkpoint of device updates resumes to other bits");
+  }
+  std::printf("updates on the device: the same bits, settled for checkpoints and the end\n");
   // --profile counts the host-memory bytes AdamW moves a parameter: on split masters, 28
   // where the gradient landed there, 24 where it was pulled into the cache.
   mt::TrainerSettings profiled = settings;

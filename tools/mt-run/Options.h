@@ -31,6 +31,8 @@ struct Options {
        checkKernels = false, serialize = false, profile = false;
   /// --attention: the kernels of fused attention on the device.
   AttentionKernels attention = AttentionKernels::Cudnn;
+  /// --device-updates: the persistent weights' AdamW on the device.
+  bool deviceUpdates = false;
   std::string trace;
   /// --profile-into: the device profile (JSON) that the last step's kernel rates go into.
   std::string profileInto;

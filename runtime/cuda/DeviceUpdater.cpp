@@ -1,0 +1,116 @@
+// AdamW on the device: the state's pieces cross in, are updated by the host's operations, and
+// cross back, two pieces in flight.
+#include "runtime/cuda/DeviceUpdater.h"
+
+#include "runtime/AdamW.h"
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/PinnedMemory.h"
+#include "runtime/cuda/kernels/DeviceAdamW.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace mt::cuda {
+
+namespace {
+int64_t chunksOf(int64_t count) { return (count + kAdamWNormChunk - 1) / kAdamWNormChunk; }
+} // namespace
+
+void DeviceUpdater::FreePinned::operator()(double *host) const { cudaFreeHost(host); }
+
+int64_t DeviceUpdater::deviceBytesFor(const HostState &state, const std::vector<int> &parameters) {
+  int64_t chunks = 0, largest = 0;
+  for (int p : parameters) {
+    chunks += chunksOf(state.parameters.at(p).count);
+    largest = std::max(largest, state.parameters[p].count);
+  }
+  // Per piece in flight: high and low halves, first and second moments.
+  return chunks * static_cast<int64_t>(sizeof(double)) + 2 * std::min(kUpdatePiece, largest) * 12;
+}
+
+DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &parameters,
+                             const PinnedMemory &pinned)
+    : state(state), pinned(pinned), at(state.parameters.size(), -1) {
+  int64_t chunks = 0, largest = 0;
+  for (int p : parameters) {
+    const ParameterState &parameter = state.parameters.at(p);
+    if (!parameter.streamCopy || !parameter.masterLow || parameter.held.begin != 0 ||
+        parameter.held.size() != parameter.count || parameter.owned.size() != parameter.count)
+      throw std::logic_error("the device updates whole split masters only");
+    at[p] = chunks;
+    chunks += chunksOf(parameter.count);
+    largest = std::max(largest, parameter.count);
+  }
+  piece = std::min(kUpdatePiece, largest);
+  bytes = deviceBytesFor(state, parameters);
+  squaresOnDevice = DeviceAllocation::create(chunks * sizeof(double));
+  staging = DeviceAllocation::create(2 * piece * 12);
+  double *host = nullptr;
+  MT_CUDA_CHECK(cudaMallocHost(&host, std::max<int64_t>(chunks, 1) * sizeof(double)));
+  squaresOnHost.reset(host);
+}
+
+DeviceUpdater::~DeviceUpdater() {
+  for (Stream &stream : streams)
+    cudaStreamSynchronize(stream);
+}
+
+void DeviceUpdater::measure(int p, const float *gradient, cudaStream_t stream) {
+  const int64_t count = state.parameters.at(p).count;
+  double *onDevice = reinterpret_cast<double *>(squaresOnDevice.data()) + at.at(p);
+  launchChunkSquares(gradient, count, onDevice, stream);
+  MT_CUDA_CHECK(cudaMemcpyAsync(squaresOnHost.get() + at[p], onDevice,
+                                chunksOf(count) * sizeof(double), cudaMemcpyDeviceToHost, stream));
+}
+
+double DeviceUpdater::squares(int p) const {
+  const double *chunk = squaresOnHost.get() + at.at(p);
+  return sumInOrder({chunk, chunk + chunksOf(state.parameters[p].count)});
+}
+
+void DeviceUpdater::update(int p, const float *gradient, const AdamWConstants &constants,
+                           bool guarded, const std::vector<uint16_t *> &targets, cudaEvent_t done) {
+  std::lock_guard<std::mutex> lock(updating);
+  const ParameterState &parameter = state.parameters.at(p);
+  const double *squares = reinterpret_cast<const double *>(squaresOnDevice.data()) + at.at(p);
+  int64_t index = 0;
+  for (int64_t first = 0; first < parameter.count; first += piece, ++index) {
+    const int64_t n = std::min(piece, parameter.count - first);
+    cudaStream_t stream = streams[index % 2];
+    // This stream's buffer: the piece it carried two pieces ago has crossed back before
+    // anything queued after it on the same stream runs.
+    char *base = staging.data() + (index % 2) * piece * 12;
+    auto *high = reinterpret_cast<uint16_t *>(base);
+    auto *low = high + piece;
+    auto *m = reinterpret_cast<float *>(low + piece);
+    auto *v = m + piece;
+    struct Part {
+      void *device, *host;
+      int64_t width;
+    } parts[4] = {{high, parameter.streamCopy + first, 2},
+                  {low, parameter.masterLow + first, 2},
+                  {m, parameter.firstMoment + first, 4},
+                  {v, parameter.secondMoment + first, 4}};
+    for (const Part &part : parts)
+      pinned.copy(part.device, part.host, n * part.width, cudaMemcpyHostToDevice, stream);
+    launchAdamW(constants, high, low, m, v, gradient, squares, first, n, guarded, stream);
+    for (uint16_t *target : targets)
+      MT_CUDA_CHECK(cudaMemcpyAsync(target + first, high, n * sizeof(uint16_t),
+                                    cudaMemcpyDeviceToDevice, stream));
+    for (const Part &part : parts)
+      pinned.copy(part.device, part.host, n * part.width, cudaMemcpyDeviceToHost, stream);
+    movedBytes += 2 * n * 12;
+  }
+  // Both streams' pieces are in by `done`.
+  MT_CUDA_CHECK(cudaEventRecord(joined, streams[1]));
+  MT_CUDA_CHECK(cudaStreamWaitEvent(streams[0], joined));
+  MT_CUDA_CHECK(cudaEventRecord(done, streams[0]));
+}
+
+void DeviceUpdater::settle() {
+  for (Stream &stream : streams)
+    MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+} // namespace mt::cuda
