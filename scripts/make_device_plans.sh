@@ -229,11 +229,6 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
       mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
         --gradient-ring=$ring -o "$out/perf-$name-8k$([[ $ring == device ]] && echo p).mtp"
     done
-    # Updates on the device (mt-run --device-updates): the last 3/8 of the layers persistent,
-    # their gradients pulled from a device ring, for their AdamW to run on the device.
-    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 \
-      --persistent-layers $(((layers * 3 + 4) / 8)) --gradient-ring=device \
-      -o "$out/perf-$name-8u.mtp"
     # Every layer keeping the activations its backward reads (mtc --saved-layers) in place of
     # recomputing its forward there: a quarter of the products less, at a layer's activations
     # each on the device; streamed, and persistent with pulled gradients.

@@ -76,7 +76,7 @@ public:
     options.collectives = nccl.get();
     options.gradientRing = settings.gradientsConsumedOnLanding;
     options.attention = settings.attention;
-    options.deviceUpdates = settings.deviceUpdates;
+    options.deviceUpdateLayers = settings.deviceUpdateLayers;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
     // This rank updates its shards, from gradients the device averaged, as the updates
     // overlap the device; the loss and the norm over the ranks are the host's only
@@ -257,9 +257,9 @@ void DeviceBackend::printStartup(int64_t parameters) const {
         ++updated;
         elements += state.parameters[p].count;
       }
-    std::printf("updates     | %d parameters (%.1f%% of the elements, the persistent weights) "
-                "updated on the device: their state crosses in and back, %.1f MiB of device "
-                "memory beside the plan's\n",
+    std::printf("updates     | %d parameters (%.1f%% of the elements: persistent weights the "
+                "step reads first) updated on the device: their state crosses in and back, "
+                "%.1f MiB of device memory beside the plan's\n",
                 updated, 100.0 * static_cast<double>(elements) / static_cast<double>(parameters),
                 memory.updates / 1048576.0);
   } else if (!executor->updatesOnHost().empty()) {

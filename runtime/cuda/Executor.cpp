@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <set>
 
 namespace mt::cuda {
 
@@ -531,7 +532,7 @@ void Executor::start(const Layout &layout) {
   if (deviceRing)
     puller = std::make_unique<GradientPuller>(
         reinterpret_cast<float *>(hostPool.get() + pullSlotsAt), pullSlotElements, *pinned);
-  if (options.deviceUpdates)
+  if (options.deviceUpdateLayers > 0)
     startDeviceUpdates();
   for (int e = 0; e < plan.events(); ++e)
     events.push_back(Event::forOrdering());
@@ -548,10 +549,19 @@ void Executor::start(const Layout &layout) {
 }
 
 void Executor::startDeviceUpdates() {
+  // The parameters the step reads until it reaches its (deviceUpdateLayers + 1)-th layer block.
   std::vector<int> onDevice;
-  for (int p = 0; p < plan.parameters_size(); ++p)
+  std::set<int64_t> blocks;
+  for (int p : readOrder()) {
+    int64_t layer = plan.parameters(p).layer();
+    if (layer >= 0 && !blocks.count(layer) &&
+        static_cast<int64_t>(blocks.size()) == options.deviceUpdateLayers)
+      break;
+    if (layer >= 0)
+      blocks.insert(layer);
     if (persistentWeight(p) && gradientOnDevice(p))
       onDevice.push_back(p);
+  }
   if (persistentSent.empty())
     updatesOnHostWhy = "the plan keeps no weight on the device across steps (mtc "
                        "--persistent-layers)";

@@ -65,7 +65,10 @@ struct ExecutorOptions {
   /// AdamW of each persistent weight whose gradient waits in the device's ring runs on the
   /// device (updateOnDevice, a DeviceUpdater beside the plan's memory): its split masters and
   /// moments cross in and back, and its device copies take the updated high halves directly.
-  bool deviceUpdates = false;
+  /// Those of the first `deviceUpdateLayers` layer blocks the step reads, and the parameters
+  /// read before them (0: none). The first layers' gradients land last: their updates on the
+  /// device leave the host's updates of the later layers to overlap the next forward.
+  int deviceUpdateLayers = 0;
 };
 
 /// One command as it ran: its stream, and start/end in ms from the step's start.

@@ -50,9 +50,11 @@ struct BackendSettings {
   /// cuda: which kernels run fused attention (mt-run --attention).
   AttentionKernels attention = AttentionKernels::Cudnn;
   /// cuda: AdamW of the weights the plan keeps on the device across steps runs on the device,
-  /// from gradients that wait there (mt-run --device-updates): their state crosses in and back,
-  /// 24 bytes a parameter over PCIe, instead of the host's 34 through its memory.
-  bool deviceUpdates = false;
+  /// from gradients that wait there (mt-run --device-updates): their state crosses in and
+  /// back, 24 bytes a parameter through the host's memory instead of the host's 34. Those of
+  /// the first `deviceUpdateLayers` layers the step reads, and the parameters it reads before
+  /// them (0: none).
+  int deviceUpdateLayers = 0;
 };
 
 /// One update the trainer's worker ran, on the host's steady clock: a trace shows it beside

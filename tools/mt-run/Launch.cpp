@@ -24,7 +24,7 @@ const BackendKind &chooseBackend(const Options &options, bool deviceCheck) {
         " checks a device's step, and the " + kind.name +
         " backend has no device (--backend=cuda needs an mt-run built with "
         "the CUDA toolkit, and a GPU)");
-  if (options.deviceUpdates && !kind.check)
+  if (options.deviceUpdateLayers > 0 && !kind.check)
     throw std::runtime_error("--device-updates updates on a device, and the " + kind.name +
                              " backend has none (--backend=cuda)");
   return kind;
@@ -65,7 +65,7 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
   settings.serialize = options.serialize;
   settings.profile = options.profile;
   settings.attention = options.attention;
-  settings.deviceUpdates = options.deviceUpdates;
+  settings.deviceUpdateLayers = options.deviceUpdateLayers;
   settings.interleave = options.checkSchedule;
   settings.seed = options.seed;
   settings.ignoredEvent = options.ignoredEvent;

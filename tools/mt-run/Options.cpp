@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <cstdlib>
+#include <limits>
 
 namespace mt {
 
@@ -46,12 +47,14 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
                             cudnn-deterministic: dq from one product (the same bits each
                             run, a larger workspace); cudnn-forward: cuDNN's forward only;
                             own: mt's kernels
-  --device-updates          cuda: AdamW of the weights the plan keeps on the device across
+  --device-updates[=N]      cuda: AdamW of the weights the plan keeps on the device across
                             steps (mtc --persistent-layers) runs on the device, from gradients
-                            that wait there (mtc --pull-gradients): their masters and moments
-                            cross in and back, 24 bytes a parameter through the host's memory
-                            where the host's AdamW, the gradient and the weight move 34; the
-                            same bits as the host's AdamW
+                            that wait there (mtc --gradient-ring=device): their masters and
+                            moments cross in and back, 24 bytes a parameter through the host's
+                            memory where the host's AdamW, the gradient and the weight move 34;
+                            the same bits as the host's AdamW. =N: those of the first N layers
+                            the step reads and the embedding before them (their gradients land
+                            last), the host updating the rest meanwhile
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
   --profile                 time every kernel: each step's time by op family (products,
@@ -190,7 +193,9 @@ Options parseOptions(int argc, char **argv) {
     else if (arg == "--serialize")
       options.serialize = true;
     else if (arg == "--device-updates")
-      options.deviceUpdates = true;
+      options.deviceUpdateLayers = equals == std::string::npos
+                                       ? std::numeric_limits<int>::max()
+                                       : static_cast<int>(countOf(arg, value, 1));
     else if (arg == "--attention") {
       std::string kernels = take();
       if (kernels != "cudnn" && kernels != "cudnn-deterministic" && kernels != "cudnn-forward" &&

@@ -31,8 +31,9 @@ struct Options {
        checkKernels = false, serialize = false, profile = false;
   /// --attention: the kernels of fused attention on the device.
   AttentionKernels attention = AttentionKernels::Cudnn;
-  /// --device-updates: the persistent weights' AdamW on the device.
-  bool deviceUpdates = false;
+  /// --device-updates[=N]: the persistent weights' AdamW on the device, of the first N layers
+  /// the step reads (and what it reads before them); 0: none.
+  int deviceUpdateLayers = 0;
   std::string trace;
   /// --profile-into: the device profile (JSON) that the last step's kernel rates go into.
   std::string profileInto;
