@@ -9,6 +9,7 @@
 #include "passes/BufferLiveness.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -60,20 +61,27 @@ struct FitStepPass : mt::impl::FitStepPassBase<FitStepPass> {
           << weightStream << "'";
       return signalPassFailure();
     }
+    if (deviceUpdates != "auto" && !llvm::to_integer(deviceUpdates.getValue(), requestedUpdates)) {
+      emitError(module.getLoc(), "mt-fit-step: device-updates must be a count of layers or "
+                                 "auto, got '")
+          << deviceUpdates << "'";
+      return signalPassFailure();
+    }
     if (gradientRing != "auto" && gradientRing != "host" && gradientRing != "device") {
       emitError(module.getLoc(), "mt-fit-step: gradient-ring must be auto, host or device, got '")
           << gradientRing << "'";
       return signalPassFailure();
     }
     if (microBatches < 1 || recomputeInterval < 0 || deviceMemory < 0 || residentLayers < 0 ||
-        persistentLayers < 0 || savedLayers < 0) {
+        persistentLayers < 0 || savedLayers < 0 || requestedUpdates < 0) {
       emitError(module.getLoc(),
                 "mt-fit-step: micro-batches must be at least 1, recompute-interval, "
-                "device-memory, resident-layers, persistent-layers and saved-layers at least "
-                "0; got ")
+                "device-memory, resident-layers, persistent-layers, saved-layers and "
+                "device-updates at least 0; got ")
           << microBatches.getValue() << ", " << recomputeInterval.getValue() << ", "
           << deviceMemory.getValue() << ", " << residentLayers.getValue() << ", "
-          << persistentLayers.getValue() << " and " << savedLayers.getValue();
+          << persistentLayers.getValue() << ", " << savedLayers.getValue() << " and "
+          << requestedUpdates;
       return signalPassFailure();
     }
     // The device receives each update's bf16 copy of a persistent weight.
@@ -486,8 +494,11 @@ private:
   /// writes leave in the CPU's cache, which the profile measures; and a ring as deep as the
   /// device has room for). `auto` pulls where the cost model predicts a step at least 2%
   /// faster.
-  /// `landedOptions` is the step's, landed; returns the estimate of the step as chosen.
-  FailureOr<StepEstimate> chooseGradientRing(const ScheduleOptions &landedOptions) {
+  /// `landedOptions` is the step's, landed; returns the estimate of the step as chosen, and
+  /// the options it was estimated with in `chosen`.
+  FailureOr<StepEstimate> chooseGradientRing(const ScheduleOptions &landedOptions,
+                                             ScheduleOptions &chosen) {
+    chosen = landedOptions;
     ModuleOp module = getOperation();
     Builder b(module.getContext());
     bool pull = false;
@@ -505,6 +516,8 @@ private:
       pulledOptions.pullGradients = true;
       pulledOptions.deviceRoomBytes = std::max<int64_t>(budget - peak - kPullMargin, 0);
       pulled = estimateStep(module, profile, pulledOptions);
+      if (succeeded(pulled))
+        chosen = pulledOptions;
       if (failed(pulled))
         return failure();
       if (!pulled->pullGradients) {
@@ -547,7 +560,67 @@ private:
     }
     module->setAttr("mt.pull_gradients", b.getBoolAttr(pull));
     module->setAttr("mt.gradient_ring", b.getStringAttr(why));
+    if (!pull)
+      chosen = landedOptions;
     return pull ? pulled : landed;
+  }
+
+  /// Which layers update on the device (device-updates), recorded on the module with the
+  /// reason (`mt.device_update_layers`, `mt.device_updates`), from the step as chosen so far
+  /// (`options`, `chosen`: its ring kept as deep); returns the estimate of the step with them.
+  FailureOr<StepEstimate> chooseDeviceUpdates(ScheduleOptions options, StepEstimate chosen) {
+    ModuleOp module = getOperation();
+    Builder b(module.getContext());
+    if (deviceUpdates == "0")
+      return chosen;
+    const int64_t layers = chosen.layers;
+    const bool can = chosen.pullGradients && chosen.persistentLayers == layers && layers > 0;
+    std::string why;
+    StepEstimate best = chosen;
+    options.gradientRingLayers = chosen.gradientRingLayers;
+    auto estimateWith = [&](int64_t n) {
+      options.deviceUpdateLayers = n;
+      return estimateStep(module, profile, options);
+    };
+    char numbers[160];
+    if (!can) {
+      const char *needs = "every weight persistent (persistent-layers at least the layer "
+                          "count) and the gradients in a device ring (gradient-ring=device)";
+      if (deviceUpdates != "auto")
+        return emitError(module.getLoc())
+               << "device-updates " << deviceUpdates << " needs " << needs;
+      why = std::string("none: the step updates on the device with ") + needs;
+    } else if (deviceUpdates == "auto") {
+      for (int64_t n = 1; n <= layers; ++n) {
+        FailureOr<StepEstimate> step = estimateWith(n);
+        if (failed(step))
+          return failure();
+        if (step->predictedStepSeconds < best.predictedStepSeconds)
+          best = *step;
+      }
+      if (best.predictedStepSeconds > chosen.predictedStepSeconds * kPullGain)
+        best = chosen;
+      std::snprintf(numbers, sizeof numbers,
+                    "the cost model predicts %.3g s with the first %lld of %lld layers' "
+                    "updates on the device, %.3g s with none",
+                    best.predictedStepSeconds, static_cast<long long>(best.deviceUpdateLayers),
+                    static_cast<long long>(layers), chosen.predictedStepSeconds);
+      why = numbers;
+    } else {
+      FailureOr<StepEstimate> step = estimateWith(std::min(requestedUpdates, layers));
+      if (failed(step))
+        return failure();
+      best = *step;
+      std::snprintf(numbers, sizeof numbers,
+                    "as asked (device-updates %lld): the cost model predicts %.3g s, %.3g s "
+                    "with none",
+                    static_cast<long long>(requestedUpdates), best.predictedStepSeconds,
+                    chosen.predictedStepSeconds);
+      why = numbers;
+    }
+    module->setAttr("mt.device_update_layers", b.getI64IntegerAttr(best.deviceUpdateLayers));
+    module->setAttr("mt.device_updates", b.getStringAttr(why));
+    return best;
   }
 
   /// What was chosen, and the cost model's model FLOP and predicted step.
@@ -556,8 +629,12 @@ private:
     if (failed(chooseWeightStream()))
       return failure();
     auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
+    ScheduleOptions chosen;
     FailureOr<StepEstimate> step =
-        chooseGradientRing(costOptions(interval, mode, masters.getValue()));
+        chooseGradientRing(costOptions(interval, mode, masters.getValue()), chosen);
+    if (failed(step))
+      return failure();
+    step = chooseDeviceUpdates(chosen, *step);
     if (failed(step))
       return failure();
     Builder b(module.getContext());
@@ -585,6 +662,7 @@ private:
   double planBudget = 0;
   std::string placement;   // lighten-host's choice, where it chose
   std::string savedChoice; // fit-saved-layers' choice, where it chose
+  int64_t requestedUpdates = 0; // device-updates as a count (auto: 0)
   bool failedPipeline = false;
 };
 

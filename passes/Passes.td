@@ -361,6 +361,16 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     peak is the schedule's within a few percent), taken where the cost model predicts a step
     at least 3% faster. The choice comes before lighten-host's placement, which gets the room
     left. The module records it and its numbers (`mt.saved_layers_choice`).
+
+    `device-updates` N: the AdamW of the first N layers the step reads and of the prologue's
+    parameters runs on the device (mt-run --device-updates, which the plan's count sets by
+    default): their state crosses in and back, 24 bytes a parameter through the host's memory
+    where the host's update moves 34, and the host updates the rest meanwhile. It needs every
+    weight persistent (persistent-layers at least the layer count) and the gradients in a
+    device ring (gradient-ring=device); `auto` takes the count the cost model predicts the
+    fastest step for, where that is at least 2% faster than none (none where the step cannot
+    update on the device). The module records the count (`mt.device_update_layers`) and why
+    (`mt.device_updates`).
   }];
   let dependentDialects = ["mt::MTDialect", "mlir::func::FuncDialect"];
   let options = [
@@ -394,6 +404,10 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     Option<"gradientRing", "gradient-ring", "std::string", "\"host\"",
            "Where the gradients' ring is: host (each gradient lands there), device (each "
            "update pulls its gradient from there into the CPU's cache) or auto">,
+    Option<"deviceUpdates", "device-updates", "std::string", "\"0\"",
+           "The first layers (and the prologue) whose AdamW runs on the device: a count, or "
+           "auto (the cost model's fastest count, where it predicts a step at least 2% faster); "
+           "needs every weight persistent and gradient-ring=device">,
     Option<"lightenHost", "lighten-host", "bool", "false",
            "Where fewer bytes through the host's memory predict a step at least 3% faster, "
            "keep checkpoints and layers' weights on the device as its memory allows "

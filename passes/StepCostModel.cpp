@@ -427,6 +427,17 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const bool ringed = layerMajor || micro == 1;
   const bool pulled = ringed && options.pullGradients;
   estimate.pullGradients = pulled;
+  // Updates on the device: the first layers' and the prologue's, where every weight persists
+  // and the gradients wait in a device ring. Their weights cross in no step (the device
+  // writes them) and their gradients not at all; their state crosses in and back instead.
+  estimate.deviceUpdateLayers = pulled && estimate.persistentLayers == L
+                                    ? std::clamp<int64_t>(options.deviceUpdateLayers, 0, L)
+                                    : 0;
+  int64_t deviceParams = estimate.deviceUpdateLayers > 0 ? prologueParams : 0;
+  for (int64_t i = 0; i < estimate.deviceUpdateLayers; ++i)
+    deviceParams += layers[i].params;
+  estimate.h2dBytesPerStep += deviceParams * (12 - stream);
+  estimate.d2hBytesPerStep += deviceParams * (12 - 4);
 
   // Device memory: the larger of the layer phase and the prologue/epilogue phase. Saving
   // layers' activations are all alive where the forward turns into the backward.
@@ -489,16 +500,17 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // pull itself, at PCIe's rate, runs ahead of the update that reads it: AdamW, about a
   // fifth of that rate, sets the pace.)
   const double cached = pulled ? pulledGradientCacheShare(profile) : 0;
-  const double params = static_cast<double>(estimate.params);
+  // The host's AdamW updates all but the device's parameters.
+  const double params = static_cast<double>(estimate.params - deviceParams);
   const double gradientBytes = weightPasses * params * 4;
   // A persistent weight's bf16 copy (its master's high half) crosses once a step, a copy's
-  // bytes like the others'.
+  // bytes like the others', and so does the state of an update on the device.
   const double stepBytes =
       adamwBytes(params, cached) +
       static_cast<double>(estimate.h2dBytesPerStep + estimate.d2hBytesPerStep) -
       cached * gradientBytes;
-  const double adamwSeconds =
-      (ringed ? stepBytes / adamwBytes(params) : 1.0) / profile.hostAdamParamsPerSecond;
+  const double adamwSeconds = (ringed && params > 0 ? stepBytes / adamwBytes(params) : 1.0) /
+                              profile.hostAdamParamsPerSecond;
   double edgeSeconds = micro * edge.seconds(profile);
   const int64_t epilogueParams = edgeParams - prologueParams;
   // Update ids within a step: layer n is n, the epilogue L, the prologue L + 1; step s's are
@@ -520,6 +532,10 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   // Its place in the order the next forward reads the parameters.
   auto needOf = [&](int64_t item) {
     return item == kPrologue ? 0 : item == kEpilogue ? L + 1 : item + 1;
+  };
+  auto onDevice = [&](int64_t item) {
+    return estimate.deviceUpdateLayers > 0 &&
+           (item == kPrologue || (item < L && item < estimate.deviceUpdateLayers));
   };
   std::vector<int64_t> landings;
   if (epilogueParams > 0)
@@ -547,13 +563,18 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     std::vector<TimelineSlice> second;
     Simulator sim(profile, timeline);
     UpdateWorker worker(sim);
+    // When each update on the device (by update id) has its state back in host memory.
+    std::map<int64_t, double> deviceEnds;
+    auto endOfUpdate = [&](int64_t id) {
+      return onDevice(id % stride) ? deviceEnds.at(id) : worker.endOf(id);
+    };
     double firstEnd = 0;
     for (int64_t s = 0; s < 2; ++s) {
       if (s == 1)
         sim.record(second); // the timeline holds the first step
       // When the previous step's update of `item` has run (s = 0, or an empty edge: at once).
       auto updated = [&](int64_t item) {
-        return s > 0 && paramsOf(item) > 0 ? worker.endOf((s - 1) * stride + item) : 0.0;
+        return s > 0 && paramsOf(item) > 0 ? endOfUpdate((s - 1) * stride + item) : 0.0;
       };
       // A persistent set's bf16 copy crosses a piece at a time as its update writes it: from
       // the update's start, ending a piece after the update at the earliest.
@@ -565,10 +586,13 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
                            end + std::min<double>(sent, kSendPiece) * stream / h2d - seconds);
         return sim.run("h2d", name, seconds, start);
       };
+      // The device writes its own updates' weights: the epilogue's alone then cross.
       double edgeIn =
-          edgesPersist ? send(kPrologue, edgeParams, "send the prologue's and epilogue's updates")
-                       : sim.run("h2d", "prefetch prologue/epilogue weights",
-                                 weightPasses * edgeParams * stream / h2d, updated(kPrologue));
+          onDevice(kPrologue) ? std::max(updated(kPrologue), send(kEpilogue, epilogueParams,
+                                                                  "send the epilogue's update"))
+          : edgesPersist ? send(kPrologue, edgeParams, "send the prologue's and epilogue's updates")
+                         : sim.run("h2d", "prefetch prologue/epilogue weights",
+                                   weightPasses * edgeParams * stream / h2d, updated(kPrologue));
       // Prefetch k (forward layers, then backward layers) fills slot k % 2, so it waits
       // until the command that read prefetch k - 2 is done with that slot.
       std::vector<double> slotReleased;
@@ -581,10 +605,11 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
         const LayerCost &layer = layers[i];
         // A persistent layer's weights cross after its update, into memory of their own.
         double weights =
-            persists(i) ? send(i, layer.params, llvm::formatv("send layer {0}'s update", i).str())
-                        : sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
-                                  weightPasses * layer.params * stream / h2d,
-                                  std::max(slotFree(), updated(i)));
+            onDevice(i)   ? updated(i)
+            : persists(i) ? send(i, layer.params, llvm::formatv("send layer {0}'s update", i).str())
+                          : sim.run("h2d", llvm::formatv("prefetch layer {0}", i),
+                                    weightPasses * layer.params * stream / h2d,
+                                    std::max(slotFree(), updated(i)));
         previous = sim.run("compute", llvm::formatv("forward layer {0}", i),
                            micro * layer.forward.seconds(profile), std::max(weights, previous));
         slotReleased.push_back(previous);
@@ -599,15 +624,27 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
       auto land = [&](int64_t item, llvm::StringRef what) {
         for (size_t j : overlaps[k])
           if (j < k || s > 0)
-            previous = std::max(previous, worker.endOf((j < k ? s : s - 1) * stride + landings[j]));
+            previous = std::max(previous, endOfUpdate((j < k ? s : s - 1) * stride + landings[j]));
         // Into a device ring, a copy within device memory (read and written).
         double bytes = weightPasses * paramsOf(item) * 4.0;
         double grads =
             sim.run("d2h", llvm::formatv("offload {0} gradients", what),
                     pulled ? 2 * bytes / profile.memoryBytesPerSecond : bytes / d2h, previous);
-        worker.land(s * stride + item, needOf(item), grads,
-                    paramsOf(item) * adamwSeconds + pullWaitOf(item),
-                    llvm::formatv("AdamW {0}", what));
+        if (onDevice(item)) {
+          // The state crosses in a piece at a time and back as each piece is updated, two
+          // pieces in flight, on the updater's own streams: the slower way, and a piece more.
+          // (Beside the step's copies it takes their share of PCIe, which the model leaves
+          // out: the step's own copies are few where every weight persists.)
+          double state = paramsOf(item) * 12.0;
+          double piece = std::min<double>(paramsOf(item), kUpdatePiece) * 12.0 / h2d;
+          deviceEnds[s * stride + item] =
+              sim.run("updates", llvm::formatv("device AdamW {0}", what),
+                      std::max(state / h2d, state / d2h) + piece, grads);
+        } else {
+          worker.land(s * stride + item, needOf(item), grads,
+                      paramsOf(item) * adamwSeconds + pullWaitOf(item),
+                      llvm::formatv("AdamW {0}", what));
+        }
         ++k;
       };
       if (epilogueParams > 0)
@@ -709,9 +746,12 @@ std::string formatBytes(double bytes) {
 }
 
 std::string timelineJson(const StepEstimate &estimate) {
-  const char *streams[] = {"h2d", "compute", "d2h", "cpu"};
+  const char *streams[] = {"h2d", "compute", "d2h", "cpu", "updates"};
+  // The device's updates have a track where the step has any.
+  const bool updates = llvm::any_of(
+      estimate.timeline, [](const TimelineSlice &slice) { return slice.stream == "updates"; });
   llvm::json::Array events;
-  for (int tid = 0; tid < 4; ++tid)
+  for (int tid = 0; tid < (updates ? 5 : 4); ++tid)
     events.push_back(llvm::json::Object{
         {"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid},
         {"args", llvm::json::Object{{"name", streams[tid]}}}});

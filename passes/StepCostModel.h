@@ -50,12 +50,17 @@ struct ScheduleOptions {
   /// crosses once a step, after its update, its bf16 copy a piece at a time as the update
   /// writes it.
   int64_t persistentLayers = 0;
+  /// The first layers (and the prologue's parameters) whose AdamW runs on the device
+  /// (mt-run --device-updates), where every weight persists and the gradients are pulled
+  /// (elsewhere none): their state crosses in and back, 12 bytes a parameter each way, and
+  /// the host's AdamW updates the rest.
+  int64_t deviceUpdateLayers = 0;
 };
 
 /// One command of the predicted step, for timelines.
 struct TimelineSlice {
   std::string name;
-  std::string stream; // "h2d", "compute", "d2h" or "cpu"
+  std::string stream; // "h2d", "compute", "d2h", "cpu" or "updates" (on the device)
   double start = 0, seconds = 0;
 };
 
@@ -69,7 +74,8 @@ struct StepEstimate {
   double flopsPerStep = 0;         // model FLOPs as PERF.md counts them (no recompute)
   double executedFlopsPerStep = 0; // what the kernels run, recompute included
   double predictedStepSeconds = 0;
-  /// Seconds each resource is busy in the predicted step: h2d, compute, d2h, cpu.
+  /// Seconds each resource is busy in the predicted step: h2d, compute, d2h, cpu, and
+  /// updates (the device's AdamW with its state's crossings, where any).
   std::map<std::string, double> busySeconds;
   int64_t recomputeInterval = 1;
   /// Layers' gradients the host's ring holds where each update starts as its gradient lands:
@@ -85,6 +91,8 @@ struct StepEstimate {
   std::string accumulation;
   bool checkpointsOnDevice = false;
   int64_t residentLayers = 0, persistentLayers = 0;
+  /// ScheduleOptions::deviceUpdateLayers where the step can update on the device, else 0.
+  int64_t deviceUpdateLayers = 0;
   /// Layers that keep their activations for the backward (mt-autodiff's saved-layers), and
   /// those activations' device memory.
   int64_t savedLayers = 0, savedBytes = 0;

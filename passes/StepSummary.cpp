@@ -70,6 +70,7 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
   auto placement = module->getAttrOfType<StringAttr>("mt.placement");
   auto savedChoice = module->getAttrOfType<StringAttr>("mt.saved_layers_choice");
   auto gradientRing = module->getAttrOfType<StringAttr>("mt.gradient_ring");
+  auto deviceUpdates = module->getAttrOfType<StringAttr>("mt.device_updates");
   if (context.json) {
     llvm::json::Object ops;
     for (auto &[name, count] : s.opCounts)
@@ -113,6 +114,9 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
         object["gradient_ring"] = gradientRing.str();
       object["resident_layers"] = step->residentLayers;
       object["persistent_layers"] = step->persistentLayers;
+      object["device_update_layers"] = step->deviceUpdateLayers;
+      if (deviceUpdates)
+        object["device_updates"] = deviceUpdates.str();
       object["saved_layers"] = step->savedLayers;
       object["saved_bytes"] = step->savedBytes;
       object["accumulation"] = step->accumulation;
@@ -175,6 +179,8 @@ void printSummary(ModuleOp module, const StepEstimate *step, const SummaryContex
           : std::string(" and their sum"));
   if (gradientRing)
     os << "gradients   " << gradientRing.getValue() << "\n";
+  if (deviceUpdates)
+    os << "updates     " << deviceUpdates.getValue() << "\n";
   if (weightStream)
     os << "weights     " << weightStream.getValue() << "\n";
   if (placement)

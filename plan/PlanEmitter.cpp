@@ -326,6 +326,7 @@ LogicalResult emitPlan(ModuleOp module, llvm::StringRef planDir, llvm::StringRef
   plan.set_staging_bytes(reserve.staging);
   auto pull = module->getAttrOfType<BoolAttr>("mt.pull_gradients");
   plan.set_pull_gradients(pull && pull.getValue());
+  plan.set_device_update_layers(integer("mt.device_update_layers"));
   plan.set_pipeline(pipeline.str());
 
   plan::AdamW &adamw = *plan.mutable_optimizer();

@@ -26,8 +26,8 @@ steps=${BENCH_STEPS:-5}
 # -8k: every weight persistent on the device across steps (mtc --persistent-layers), -8kp both;
 # -8s: every layer keeps the activations its backward reads (mtc --saved-layers), -8kps with -8kp;
 # -32s: the last layers keep them (mtc's auto: as many as an H100 holds); -8u: -8kp with the
-# AdamW of the first 3/8 of the layers (and the embedding) on the device (mt-run
-# --device-updates=N), -8kpu with every weight's.
+# AdamW of the first layers (and the embedding) on the device, as many as mtc's
+# --device-updates=auto chose (the plan's count), -8kpu -8kp with every weight's.
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8p perf-3.8b-8p 4b 8 -"
@@ -37,7 +37,7 @@ rows=(
   "3.8b-8kp perf-3.8b-8kp 4b 8 -"
   "3.8b-8s perf-3.8b-8s 4b 8 -"
   "3.8b-8kps perf-3.8b-8kps 4b 8 -"
-  "3.8b-8u perf-3.8b-8kp 4b 8 - --device-updates=12"
+  "3.8b-8u perf-3.8b-8u 4b 8 -"
   "3.8b-8kpu perf-3.8b-8kp 4b 8 - --device-updates"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
   "3.8b-32s perf-3.8b-32s 4b 32 -"
@@ -49,7 +49,7 @@ rows=(
   "32bl-8kp perf-32bl-8kp 32bl 8 -"
   "32bl-8s perf-32bl-8s 32bl 8 -"
   "32bl-8kps perf-32bl-8kps 32bl 8 -"
-  "32bl-8u perf-32bl-8kp 32bl 8 - --device-updates=3"
+  "32bl-8u perf-32bl-8u 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
   "32bl-32s perf-32bl-32s 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
@@ -60,7 +60,7 @@ rows=(
   "120bl-8kp perf-120bl-8kp 120bl 8 -"
   "120bl-8s perf-120bl-8s 120bl 8 -"
   "120bl-8kps perf-120bl-8kps 120bl 8 -"
-  "120bl-8u perf-120bl-8kp 120bl 8 - --device-updates=2"
+  "120bl-8u perf-120bl-8u 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"
   "120bl-32s perf-120bl-32s 120bl 32 -"
 )

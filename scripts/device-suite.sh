@@ -500,6 +500,8 @@ device_updates_same_bits() {
       return 1
   done
   grep '^updates' "$out/updates-device.txt" "$out/updates-device=8.txt" &&
+    grep -q 'updated on the device' "$out/updates-device.txt" &&
+    grep -q 'updated on the device' "$out/updates-device=8.txt" &&
     ! grep -q '^updates' "$out/updates-host.txt" &&
     cmp "$out/llama-1b-updates-host.safetensors" "$out/llama-1b-updates-device.safetensors" &&
     cmp "$out/llama-1b-updates-host.safetensors" "$out/llama-1b-updates-device=8.safetensors" &&
@@ -547,18 +549,19 @@ part llama-1b-saved saved_same_losses
 # Measured device memory (the executor's buffers and the most scratch a command used) within
 # the plan's peak (its arena and reserve), at every step of every device run but the
 # serialized one, which gives every buffer its own memory on purpose. cuDNN's own workspace,
-# for an engine asking more than the plan's scratch holds, is cuDNN's choice at run time, and
-# the ring of pulled gradients (a plan's pull_gradients) beside the plan: both are reported, and left
-# out of the comparison.
+# for an engine asking more than the plan's scratch holds, is cuDNN's choice at run time; the
+# ring of pulled gradients (a plan's pull_gradients) and the device's updates' pieces
+# (--device-updates) lie beside the plan: all are reported, and left out of the comparison.
 part memory python3 -c "
 import glob, json, sys
 rows = [(f, json.loads(line)) for f in sorted(glob.glob('$out/*.jsonl')) for line in open(f)]
 rows = [(f, r) for f, r in rows if 'plan_peak_bytes' in r and 'serial' not in f]
-beside = lambda r: r.get('cudnn_beside_bytes', 0) + r.get('gradient_ring_device_bytes', 0)
+beside = lambda r: (r.get('cudnn_beside_bytes', 0) + r.get('gradient_ring_device_bytes', 0) +
+                   r.get('device_updates_bytes', 0))
 over = [(f, r['step']) for f, r in rows if r['device_bytes'] - beside(r) > r['plan_peak_bytes']]
 cudnn = sorted({(f, beside(r)) for f, r in rows if beside(r) > 0})
 print(len(rows), 'device steps;', len(over), 'over the plan:', over)
-print('cuDNN workspace and pulled gradients beside the plan:', cudnn)
+print('cuDNN workspace, pulled gradients and device updates beside the plan:', cudnn)
 sys.exit(1 if over or not rows else 0)"
 
 # Side by side with the peers (shared/bench/peer_bench.py) at their "1b" shape, 4 x 2048

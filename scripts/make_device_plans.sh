@@ -229,6 +229,13 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
       mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
         --gradient-ring=$ring -o "$out/perf-$name-8k$([[ $ring == device ]] && echo p).mtp"
     done
+    # Updates on the device: every weight persistent, gradients pulled, and the first layers'
+    # AdamW on the device, as many as the cost model predicts the fastest step for (mtc
+    # --device-updates=auto; the plan's count is mt-run's default).
+    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
+      --gradient-ring=device --device-updates=auto --summary | grep -E '^(updates|per step)'
+    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
+      --gradient-ring=device --device-updates=auto -o "$out/perf-$name-8u.mtp"
     # Every layer keeping the activations its backward reads (mtc --saved-layers) in place of
     # recomputing its forward there: a quarter of the products less, at a layer's activations
     # each on the device; streamed, and persistent with pulled gradients.

@@ -315,7 +315,7 @@ StepMeasureList DeviceBackend::measures() const {
       {"pull_wait_ms", pullWaitInStep},
       // A plan with persistent weights: the updates' copies sent to them meanwhile.
       {"sent_gbps", sentInStep / seconds / 1e9},
-      // --device-updates: the updates' state crossing in and back meanwhile.
+      // --device-updates: the state of the updates enqueued while the step ran, in and back.
       {"device_update_gbps", movedInStep / seconds / 1e9},
       {"compute_busy", last.busyMs[1] / last.ms},
       {"device_bytes", static_cast<double>(held())},
@@ -327,6 +327,8 @@ StepMeasureList DeviceBackend::measures() const {
       {"cudnn_beside_bytes", static_cast<double>(executor->memory().cudnnBeside)},
       // A plan that pulls its gradients: the gradients' ring, in device_bytes beside the plan's.
       {"gradient_ring_device_bytes", static_cast<double>(executor->memory().gradientRing)},
+      // --device-updates: their pieces in flight and squares, in device_bytes beside the plan's.
+      {"device_updates_bytes", static_cast<double>(executor->memory().updates)},
       {"cudnn_attention_forward_calls", static_cast<double>(cudnnForward)},
       {"cudnn_attention_backward_calls", static_cast<double>(cudnnBackward)}};
 }

@@ -4,6 +4,7 @@
 #ifndef MT_RUNTIME_CUDA_DEVICEUPDATER_H
 #define MT_RUNTIME_CUDA_DEVICEUPDATER_H
 
+#include "plan/DeviceLayout.h"
 #include "runtime/AdamWConstants.h"
 #include "runtime/HostState.h"
 #include "runtime/cuda/CudaHandles.h"
@@ -17,10 +18,6 @@
 namespace mt::cuda {
 
 class PinnedMemory;
-
-/// A piece of state that crosses at once, in elements: two of them (12 bytes an element) are
-/// the updater's device memory beside its squares.
-constexpr int64_t kUpdatePiece = int64_t{1} << 22;
 
 class DeviceUpdater {
 public:

@@ -566,10 +566,11 @@ void Executor::startDeviceUpdates() {
     updatesOnHostWhy = "the plan keeps no weight on the device across steps (mtc "
                        "--persistent-layers)";
   else if (!deviceRing)
-    updatesOnHostWhy = "the gradients land in host memory: " +
-                       (gradientsLandedWhy.empty()
-                            ? std::string("the plan does not pull them (mtc --pull-gradients)")
-                            : gradientsLandedWhy);
+    updatesOnHostWhy =
+        "the gradients land in host memory: " +
+        (gradientsLandedWhy.empty()
+             ? std::string("the plan does not pull them (mtc --gradient-ring=device)")
+             : gradientsLandedWhy);
   else if (onDevice.empty())
     updatesOnHostWhy = "no persistent weight's gradient waits in the device's ring";
   if (!updatesOnHostWhy.empty())

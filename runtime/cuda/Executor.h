@@ -155,7 +155,7 @@ public:
   /// persistent prefetch), each piece's bf16 copy then crosses to the device from the host
   /// state's: the next step's readers wait for it. From one thread at a time.
   void updateParameter(int p, int64_t count, const float *gradient, const GradientVisitor &update);
-  /// Whether p's AdamW runs on the device (options.deviceUpdates, where the plan keeps p's
+  /// Whether p's AdamW runs on the device (options.deviceUpdateLayers, where the plan keeps p's
   /// weight on the device and its gradient waits in the device's ring).
   bool updatesOnDevice(int p) const { return updater && updater->updates(p); }
   /// Enqueues p's AdamW on the device after its gradient of this run has landed in the ring,
@@ -168,7 +168,7 @@ public:
     if (updater)
       updater->settle();
   }
-  /// Why options.deviceUpdates updates nothing on the device in this run; empty otherwise.
+  /// Why options.deviceUpdateLayers updates nothing on the device in this run; empty otherwise.
   const std::string &updatesOnHost() const { return updatesOnHostWhy; }
   /// The bytes the device's updates moved across PCIe so far, both ways.
   int64_t updateBytesMoved() const { return updater ? updater->bytesMoved() : 0; }
@@ -232,7 +232,7 @@ private:
   int completingCommand(int p, const std::vector<int> &producer) const;
   /// Pins the host state and block, and makes the streams and events.
   void start(const Layout &layout);
-  /// The device's updates (options.deviceUpdates) of the persistent weights whose gradients
+  /// The device's updates (options.deviceUpdateLayers) of the persistent weights whose gradients
   /// wait in the ring, or why none.
   void startDeviceUpdates();
   /// Places the gradients `order` (step value ids, in landing order) in a ring at `base` of
@@ -303,7 +303,7 @@ private:
   int64_t pullSlotElements = 0; // kPullChunk, or the largest gradient where it is smaller
   std::string gradientsLandedWhy;
   std::unique_ptr<GradientPuller> puller;
-  /// The device's updates (options.deviceUpdates), or why there are none.
+  /// The device's updates (options.deviceUpdateLayers), or why there are none.
   std::unique_ptr<DeviceUpdater> updater;
   std::string updatesOnHostWhy;
   std::unique_ptr<Program> step;

@@ -395,6 +395,12 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     if (backend)
       backend->abandon();
     updates.reset();
+    // Device updates the worker enqueued after the backend drained: settled before teardown.
+    if (backend)
+      try {
+        backend->settleUpdates();
+      } catch (const std::exception &) { // the error being thrown is the one to report
+      }
     if (settings.checkpoints)
       try {
         reportCheckpoint(settings.checkpoints->finish());

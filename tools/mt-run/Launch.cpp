@@ -65,7 +65,10 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
   settings.serialize = options.serialize;
   settings.profile = options.profile;
   settings.attention = options.attention;
-  settings.deviceUpdateLayers = options.deviceUpdateLayers;
+  // The plan's count unless the flag gives one; the host backend runs such a plan on the host.
+  settings.deviceUpdateLayers = options.deviceUpdateLayers >= 0
+                                    ? options.deviceUpdateLayers
+                                    : static_cast<int>(plan.device_update_layers());
   settings.interleave = options.checkSchedule;
   settings.seed = options.seed;
   settings.ignoredEvent = options.ignoredEvent;

@@ -3,6 +3,7 @@
 
 #include "runtime/AdamW.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <cstdlib>
@@ -54,7 +55,8 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
                             memory where the host's AdamW, the gradient and the weight move 34;
                             the same bits as the host's AdamW. =N: those of the first N layers
                             the step reads and the embedding before them (their gradients land
-                            last), the host updating the rest meanwhile
+                            last), the host updating the rest meanwhile; =0: none. Default: the
+                            plan's count (mtc --device-updates)
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
   --profile                 time every kernel: each step's time by op family (products,
@@ -193,9 +195,11 @@ Options parseOptions(int argc, char **argv) {
     else if (arg == "--serialize")
       options.serialize = true;
     else if (arg == "--device-updates")
-      options.deviceUpdateLayers = equals == std::string::npos
-                                       ? std::numeric_limits<int>::max()
-                                       : static_cast<int>(countOf(arg, value, 1));
+      options.deviceUpdateLayers =
+          equals == std::string::npos
+              ? std::numeric_limits<int>::max()
+              : static_cast<int>(
+                    std::min<int64_t>(countOf(arg, value, 0), std::numeric_limits<int>::max()));
     else if (arg == "--attention") {
       std::string kernels = take();
       if (kernels != "cudnn" && kernels != "cudnn-deterministic" && kernels != "cudnn-forward" &&

@@ -32,8 +32,8 @@ struct Options {
   /// --attention: the kernels of fused attention on the device.
   AttentionKernels attention = AttentionKernels::Cudnn;
   /// --device-updates[=N]: the persistent weights' AdamW on the device, of the first N layers
-  /// the step reads (and what it reads before them); 0: none.
-  int deviceUpdateLayers = 0;
+  /// the step reads (and what it reads before them); 0: none; -1 (not given): the plan's.
+  int deviceUpdateLayers = -1;
   std::string trace;
   /// --profile-into: the device profile (JSON) that the last step's kernel rates go into.
   std::string profileInto;

@@ -77,6 +77,8 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
     options.residentLayers = resident.getInt();
   if (auto persistent = module->getAttrOfType<IntegerAttr>("mt.persistent_layers"))
     options.persistentLayers = persistent.getInt();
+  if (auto updates = module->getAttrOfType<IntegerAttr>("mt.device_update_layers"))
+    options.deviceUpdateLayers = updates.getInt();
   auto masters = module->getAttrOfType<BoolAttr>(kStreamMasters);
   options.streamMasters = masters && masters.getValue();
   return estimateStep(module, *profile, options);
@@ -147,6 +149,7 @@ int compilerMain(int argc, char **argv) {
     if (!fit.fitSavedLayers)
       llvm::StringRef(savedLayers).getAsInteger(10, fit.savedLayers);
     fit.gradientRing = gradientRing;
+    fit.deviceUpdates = deviceUpdates;
     // Where the step waits on the host's memory, the compiler may place checkpoints and
     // weights on the device, unless either was asked for.
     fit.lightenHost = checkpoints == "auto" && residentLayers.getNumOccurrences() == 0 &&

@@ -33,6 +33,7 @@ extern llvm::cl::opt<std::string> deviceMemory;
 extern llvm::cl::opt<int64_t> recomputeInterval;
 extern llvm::cl::opt<int64_t> residentLayers;
 extern llvm::cl::opt<int64_t> persistentLayers;
+extern llvm::cl::opt<std::string> deviceUpdates;
 extern llvm::cl::opt<std::string> savedLayers;
 extern llvm::cl::opt<bool> schedule;
 extern llvm::cl::list<std::string> inputShapes;
