@@ -47,6 +47,8 @@ train_both() {
 part device nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 part gpu-matmul build/test/mt-gpu-matmul-test
 part gpu-pinned build/test/mt-gpu-pinned-test $plans/demo.mtp
+# The device's AdamW (--device-updates) against the host's, bit for bit.
+part gpu-device-adamw build/test/mt-gpu-device-adamw-test
 
 # Every kernel, forward and backward, against the host backend: one step of each op family's
 # test graph, loss and every gradient. With fp32 device storage they must agree to 1e-4: each

@@ -29,7 +29,8 @@ except OSError:
 for unit, flag in (("avx2", "avx2"), ("avx512", "avx512f")):
     if flag in flags:
         config.available_features.add(unit)
-for test in ("mt-gpu-matmul-test", "mt-gpu-pinned-test", "mt-gpu-data-parallel-test"):
+for test in ("mt-gpu-matmul-test", "mt-gpu-pinned-test", "mt-gpu-data-parallel-test",
+             "mt-gpu-device-adamw-test"):
     folder = "Fuzz" if test.startswith("mt-fuzz") else ""
     config.substitutions.append(
         ("%" + test, os.path.join(config.mt_obj_root, "test", folder, test)))

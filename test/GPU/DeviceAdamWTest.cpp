@@ -1,0 +1,133 @@
+// GPU test of updates on the device (runtime/cuda/DeviceUpdater, kernels/AdamW.cu): each
+// gradient's chunk squares and each update of split masters and moments, over several pieces,
+// a partial chunk, a clip scale and a chunk that holds a NaN, give the host's adamwUpdate bits,
+// in the host state and in the weight's device copy.
+#include "runtime/cuda/DeviceUpdater.h"
+
+#include "runtime/AdamW.h"
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/PinnedMemory.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Parameters of 5M elements (two pieces, a partial chunk), 70000 (two chunks) and 3, in
+/// layer 0, and AdamW with weight decay.
+mt::plan::Plan planOf() {
+  mt::plan::Plan plan;
+  int64_t sizes[] = {5000000, 70000, 3};
+  for (int p = 0; p < 3; ++p) {
+    mt::plan::Parameter *parameter = plan.add_parameters();
+    parameter->set_name("w" + std::to_string(p));
+    parameter->set_layer(0);
+    parameter->mutable_type()->set_dtype(mt::plan::F32);
+    parameter->mutable_type()->add_shape(sizes[p]);
+  }
+  mt::plan::AdamW *adamw = plan.mutable_optimizer();
+  adamw->set_lr(1e-3);
+  adamw->set_beta1(0.9);
+  adamw->set_beta2(0.95);
+  adamw->set_eps(1e-8);
+  adamw->set_weight_decay(0.1);
+  return plan;
+}
+
+template <typename T> bool sameBits(const T *a, const T *b, int64_t n) {
+  return std::memcmp(a, b, n * sizeof(T)) == 0;
+}
+
+} // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("usage: mt-gpu-device-adamw-test (on a machine with a CUDA device)\n");
+    return 2;
+  }
+  mt::plan::Plan plan = planOf();
+  // The device's state and the host's reference, from the same draw.
+  mt::HostState state(plan, /*streamCopy=*/true), reference(plan, /*streamCopy=*/true);
+  state.initializeRandomly(3);
+  reference.initializeRandomly(3);
+  std::vector<mt::cuda::PinnedMemory::Region> regions;
+  for (const mt::LayerBlock &block : state.blocks)
+    regions.push_back({block.begin, static_cast<size_t>(block.bytes)});
+  mt::cuda::PinnedMemory pinned(regions);
+  std::vector<int> parameters = {0, 1, 2};
+  mt::cuda::DeviceUpdater updater(state, parameters, pinned);
+
+  cudaStream_t stream;
+  MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t done;
+  MT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  int failures = 0, compared = 0;
+  uint64_t draw = 12345;
+  for (int64_t step = 1; step <= 3; ++step) {
+    // Step 3 clips (the gradient times 0.5); in step 2 a NaN sits in w0's second piece.
+    const float clip = step == 3 ? 0.5f : 1.0f;
+    for (int p : parameters) {
+      const int64_t count = state.parameters[p].count;
+      std::vector<float> gradient(count);
+      for (float &g : gradient) {
+        draw = draw * 6364136223846793005ull + 1442695040888963407ull;
+        g = (static_cast<float>(draw >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.02f;
+      }
+      if (step == 2 && p == 0)
+        gradient[4200000] = NAN;
+      float *onDevice;
+      uint16_t *copy; // the weight's device copy
+      MT_CUDA_CHECK(cudaMalloc(&onDevice, count * sizeof(float)));
+      MT_CUDA_CHECK(cudaMalloc(&copy, count * sizeof(uint16_t)));
+      MT_CUDA_CHECK(
+          cudaMemcpy(onDevice, gradient.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+      updater.measure(p, onDevice, stream);
+      MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      const double lr = 1e-3 / static_cast<double>(step);
+      mt::AdamWConstants constants(plan.optimizer(), lr, 0.1, step, clip, 0.0f);
+      const double squares = updater.squares(p);
+      updater.update(p, onDevice, constants, /*guarded=*/true, {copy}, done);
+      updater.settle();
+      mt::ParameterState &expected = reference.parameters[p];
+      const double expectedSquares =
+          mt::adamwUpdate(expected.weightsAt(0), expected.firstMoment, expected.secondMoment,
+                          gradient.data(), count, constants, /*guarded=*/true);
+      const mt::ParameterState &got = state.parameters[p];
+      std::vector<uint16_t> copied(count);
+      MT_CUDA_CHECK(
+          cudaMemcpy(copied.data(), copy, count * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+      const bool squaresMatch = std::isnan(expectedSquares)
+                                    ? std::isnan(squares)
+                                    : sameBits(&squares, &expectedSquares, 1);
+      const bool stateMatches = sameBits(got.streamCopy, expected.streamCopy, count) &&
+                                sameBits(got.masterLow, expected.masterLow, count) &&
+                                sameBits(got.firstMoment, expected.firstMoment, count) &&
+                                sameBits(got.secondMoment, expected.secondMoment, count);
+      const bool copyMatches = sameBits(copied.data(), got.streamCopy, count);
+      if (!squaresMatch || !stateMatches || !copyMatches) {
+        std::printf("FAIL: step %lld, w%d: squares %s (%.17g against %.17g), state %s, device "
+                    "copy %s\n",
+                    static_cast<long long>(step), p, squaresMatch ? "match" : "differ", squares,
+                    expectedSquares, stateMatches ? "matches" : "differs",
+                    copyMatches ? "matches" : "differs");
+        ++failures;
+      }
+      ++compared;
+      MT_CUDA_CHECK(cudaFree(onDevice));
+      MT_CUDA_CHECK(cudaFree(copy));
+    }
+  }
+  // The NaN's chunk kept its state: the host's guarded update left it, and so did the device.
+  std::printf("%d updates on the device over 3 steps (two pieces, partial chunks, a clip, a "
+              "NaN's chunk kept): the host's squares, split masters, moments and device copy "
+              "bit for bit%s\n",
+              compared, failures ? "" : ", every one");
+  std::printf("moved %.1f MB across PCIe\n", updater.bytesMoved() / 1e6);
+  MT_CUDA_CHECK(cudaEventDestroy(done));
+  MT_CUDA_CHECK(cudaStreamDestroy(stream));
+  return failures ? 1 : 0;
+}
