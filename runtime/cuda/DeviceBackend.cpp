@@ -263,7 +263,8 @@ void DeviceBackend::printStartup(int64_t parameters) const {
                 updated, 100.0 * static_cast<double>(elements) / static_cast<double>(parameters),
                 memory.updates / 1048576.0);
   } else if (!executor->updatesOnHost().empty()) {
-    std::printf("updates     | on the host, though --device-updates asks for the device: %s\n",
+    std::printf("updates     | on the host, though the device was asked for (--device-updates, "
+                "or the plan's count): %s\n",
                 executor->updatesOnHost().c_str());
   }
   if (nccl)

@@ -549,12 +549,14 @@ void Executor::start(const Layout &layout) {
 }
 
 void Executor::startDeviceUpdates() {
-  // The parameters the step reads until it reaches its (deviceUpdateLayers + 1)-th layer block.
+  // The parameters the step reads until it has read deviceUpdateLayers layer blocks and reads
+  // anything else (the next block, or the epilogue's parameters after the last): as the cost
+  // model counts them, the prologue's and the first N layers'.
   std::vector<int> onDevice;
   std::set<int64_t> blocks;
   for (int p : readOrder()) {
     int64_t layer = plan.parameters(p).layer();
-    if (layer >= 0 && !blocks.count(layer) &&
+    if (!(layer >= 0 && blocks.count(layer)) &&
         static_cast<int64_t>(blocks.size()) == options.deviceUpdateLayers)
       break;
     if (layer >= 0)

@@ -121,6 +121,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   // same timing gives --trace its updates.
   std::atomic<int64_t> updateNanos[2] = {0, 0};
   double updateBytes = 0, updatedParameters = 0;
+  int64_t updatedTensors = 0;
   bool updatesPulled = false;
   for (size_t p = 0; p < state.parameters.size(); ++p) {
     const ParameterState &parameter = state.parameters[p];
@@ -131,6 +132,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     updatesPulled = updatesPulled || pulled;
     updateBytes += adamwBytes(static_cast<double>(parameter.count), pulled ? 1.0 : 0.0);
     updatedParameters += static_cast<double>(parameter.count);
+    ++updatedTensors;
   }
   // --trace: the updates that run from the last step's start on, beside its streams (the
   // worker alone appends; the trace is written once it has finished).
@@ -196,7 +198,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     double ms = std::chrono::duration<double, std::milli>(end - record.start).count();
     if (settings.profile) {
       record.profile.add(OpFamily::AdamW, updateNanos[record.step & 1] / 1e6, updateBytes,
-                         plan.parameters_size(), updatedParameters);
+                         updatedTensors, updatedParameters);
       if (!overlapped)
         record.profile.updatesRanAlone();
       if (updatesPulled)
