@@ -284,10 +284,11 @@ if [[ -f $plans/bench-3.8b-fp32.mtp ]]; then
       --steps 4 --lr 1e-4 --backend=cuda --metrics "$out/stream-$plan.jsonl"
   done
 fi
-# The largest models the host holds: 10 steps of the 6.74B and the 9.2B plans, the host's
-# available memory sampled every 2 s (its least printed); the 9.2B plan with clipping (every
-# gradient held until the norm is known: 34 GiB more) refused with the numbers.
-for model in 7b 9b; do
+# The largest models the host holds: 10 steps of the 6.74B and the 9.2B plans (and the 9.2B
+# with the first layers' updates on the device, 9b-u), the host's available memory sampled
+# every 2 s (its least printed); the 9.2B plan with clipping (every gradient held until the
+# norm is known: 34 GiB more) refused with the numbers.
+for model in 7b 9b 9b-u; do
   [[ -f $plans/bench-$model.mtp ]] && part bench-$model bash -c "free -g; (while sleep 2; do \
     grep MemAvailable /proc/meminfo; done) >$out/bench-$model-memory.txt & $run \
     $plans/bench-$model.mtp --init random --data $plans/bench-7b.tokens --steps 10 --lr 1e-4 \
