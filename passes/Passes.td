@@ -364,8 +364,9 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
 
     `device-updates` N: the AdamW of the first N layers the step reads and of the prologue's
     parameters runs on the device (mt-run --device-updates, which the plan's count sets by
-    default): their state crosses in and back, 24 bytes a parameter through the host's memory
-    where the host's update moves 34, and the host updates the rest meanwhile. It needs every
+    default): their low halves and moments cross in and back, 20 bytes a parameter through
+    the host's memory where the host's update moves 34, and the host updates the rest
+    meanwhile. It needs every
     weight persistent (persistent-layers at least the layer count) and the gradients in a
     device ring (gradient-ring=device); `auto` takes the count the cost model predicts the
     fastest step for, where that is at least 2% faster than none (none where the step cannot

@@ -429,15 +429,16 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.pullGradients = pulled;
   // Updates on the device: the first layers' and the prologue's, where every weight persists
   // and the gradients wait in a device ring. Their weights cross in no step (the device
-  // writes them) and their gradients not at all; their state crosses in and back instead.
+  // writes them) and their gradients not at all; their low halves and moments cross in and
+  // back instead (the high halves are the device's copy).
   estimate.deviceUpdateLayers = pulled && estimate.persistentLayers == L
                                     ? std::clamp<int64_t>(options.deviceUpdateLayers, 0, L)
                                     : 0;
   int64_t deviceParams = estimate.deviceUpdateLayers > 0 ? prologueParams : 0;
   for (int64_t i = 0; i < estimate.deviceUpdateLayers; ++i)
     deviceParams += layers[i].params;
-  estimate.h2dBytesPerStep += deviceParams * (12 - stream);
-  estimate.d2hBytesPerStep += deviceParams * (12 - 4);
+  estimate.h2dBytesPerStep += deviceParams * (kDeviceUpdateBytes - stream);
+  estimate.d2hBytesPerStep += deviceParams * (kDeviceUpdateBytes - 4);
 
   // Device memory: the larger of the layer phase and the prologue/epilogue phase. Saving
   // layers' activations are all alive where the forward turns into the backward.
@@ -635,8 +636,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
           // pieces in flight, on the updater's own streams: the slower way, and a piece more.
           // (Beside the step's copies it takes their share of PCIe, which the model leaves
           // out: the step's own copies are few where every weight persists.)
-          double state = paramsOf(item) * 12.0;
-          double piece = std::min<double>(paramsOf(item), kUpdatePiece) * 12.0 / h2d;
+          double state = paramsOf(item) * static_cast<double>(kDeviceUpdateBytes);
+          double piece = std::min<double>(paramsOf(item), kUpdatePiece) * kDeviceUpdateBytes / h2d;
           deviceEnds[s * stride + item] =
               sim.run("updates", llvm::formatv("device AdamW {0}", what),
                       std::max(state / h2d, state / d2h) + piece, grads);

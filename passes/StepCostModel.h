@@ -52,7 +52,8 @@ struct ScheduleOptions {
   int64_t persistentLayers = 0;
   /// The first layers (and the prologue's parameters) whose AdamW runs on the device
   /// (mt-run --device-updates), where every weight persists and the gradients are pulled
-  /// (elsewhere none): their state crosses in and back, 12 bytes a parameter each way, and
+  /// (elsewhere none): their low halves and moments cross in and back, kDeviceUpdateBytes a
+  /// parameter each way, and
   /// the host's AdamW updates the rest.
   int64_t deviceUpdateLayers = 0;
 };

@@ -48,8 +48,10 @@ constexpr int64_t kSendPiece = int64_t{1} << 22;
 constexpr int64_t kPullMargin = int64_t{1} << 30;
 
 /// Updates on the device (mt-run --device-updates): the elements of a parameter's state that
-/// cross at once, two pieces in flight (12 bytes an element: split masters and moments).
+/// cross at once, two pieces in flight, and the bytes an element that cross each way: its
+/// low half and moments (its high half is the weight's device copy).
 constexpr int64_t kUpdatePiece = int64_t{1} << 22;
+constexpr int64_t kDeviceUpdateBytes = 10;
 /// Each update's first chunk: 1Mi elements (4 MB), the next ones twice the one before. AdamW
 /// splits an update into 64Ki-element pieces over its threads: a first chunk smaller would
 /// leave a 16-core host's threads idle, one larger keep the update waiting longer.

@@ -1,5 +1,5 @@
-// AdamW on the device: the state's pieces cross in, are updated by the host's operations, and
-// cross back, two pieces in flight.
+// AdamW on the device: the low halves' and moments' pieces cross in, are updated by the host's
+// operations beside the weight's device copy, and cross back, two pieces in flight.
 #include "runtime/cuda/DeviceUpdater.h"
 
 #include "runtime/AdamW.h"
@@ -25,8 +25,9 @@ int64_t DeviceUpdater::deviceBytesFor(const HostState &state, const std::vector<
     chunks += chunksOf(state.parameters.at(p).count);
     largest = std::max(largest, state.parameters[p].count);
   }
-  // Per piece in flight: high and low halves, first and second moments.
-  return chunks * static_cast<int64_t>(sizeof(double)) + 2 * std::min(kUpdatePiece, largest) * 12;
+  // Per piece in flight: low halves, first and second moments.
+  return chunks * static_cast<int64_t>(sizeof(double)) +
+         2 * std::min(kUpdatePiece, largest) * kDeviceUpdateBytes;
 }
 
 DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &parameters,
@@ -45,7 +46,7 @@ DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &par
   piece = std::min(kUpdatePiece, largest);
   bytes = deviceBytesFor(state, parameters);
   squaresOnDevice = DeviceAllocation::create(chunks * sizeof(double));
-  staging = DeviceAllocation::create(2 * piece * 12);
+  staging = DeviceAllocation::create(2 * piece * kDeviceUpdateBytes);
   double *host = nullptr;
   MT_CUDA_CHECK(cudaMallocHost(&host, std::max<int64_t>(chunks, 1) * sizeof(double)));
   squaresOnHost.reset(host);
@@ -73,34 +74,36 @@ void DeviceUpdater::update(int p, const float *gradient, const AdamWConstants &c
                            bool guarded, const std::vector<uint16_t *> &targets, cudaEvent_t done) {
   std::lock_guard<std::mutex> lock(updating);
   const ParameterState &parameter = state.parameters.at(p);
+  if (targets.empty())
+    throw std::logic_error("a device update needs the weight's device copy");
   const double *squares = reinterpret_cast<const double *>(squaresOnDevice.data()) + at.at(p);
+  unsettled[p] = targets.front();
   int64_t index = 0;
   for (int64_t first = 0; first < parameter.count; first += piece, ++index) {
     const int64_t n = std::min(piece, parameter.count - first);
     cudaStream_t stream = streams[index % 2];
     // This stream's buffer: the piece it carried two pieces ago has crossed back before
     // anything queued after it on the same stream runs.
-    char *base = staging.data() + (index % 2) * piece * 12;
-    auto *high = reinterpret_cast<uint16_t *>(base);
-    auto *low = high + piece;
+    char *base = staging.data() + (index % 2) * piece * kDeviceUpdateBytes;
+    auto *low = reinterpret_cast<uint16_t *>(base);
     auto *m = reinterpret_cast<float *>(low + piece);
     auto *v = m + piece;
+    uint16_t *high = targets.front() + first;
     struct Part {
       void *device, *host;
       int64_t width;
-    } parts[4] = {{high, parameter.streamCopy + first, 2},
-                  {low, parameter.masterLow + first, 2},
+    } parts[3] = {{low, parameter.masterLow + first, 2},
                   {m, parameter.firstMoment + first, 4},
                   {v, parameter.secondMoment + first, 4}};
     for (const Part &part : parts)
       pinned.copy(part.device, part.host, n * part.width, cudaMemcpyHostToDevice, stream);
     launchAdamW(constants, high, low, m, v, gradient, squares, first, n, guarded, stream);
-    for (uint16_t *target : targets)
-      MT_CUDA_CHECK(cudaMemcpyAsync(target + first, high, n * sizeof(uint16_t),
+    for (size_t t = 1; t < targets.size(); ++t)
+      MT_CUDA_CHECK(cudaMemcpyAsync(targets[t] + first, high, n * sizeof(uint16_t),
                                     cudaMemcpyDeviceToDevice, stream));
     for (const Part &part : parts)
       pinned.copy(part.device, part.host, n * part.width, cudaMemcpyDeviceToHost, stream);
-    movedBytes += 2 * n * 12;
+    movedBytes += 2 * n * kDeviceUpdateBytes;
   }
   // Both streams' pieces are in by `done`.
   MT_CUDA_CHECK(cudaEventRecord(joined, streams[1]));
@@ -109,6 +112,21 @@ void DeviceUpdater::update(int p, const float *gradient, const AdamWConstants &c
 }
 
 void DeviceUpdater::settle() {
+  std::lock_guard<std::mutex> lock(updating);
+  // After every update enqueued on either stream.
+  MT_CUDA_CHECK(cudaEventRecord(joined, streams[1]));
+  MT_CUDA_CHECK(cudaStreamWaitEvent(streams[0], joined));
+  for (auto [p, copy] : unsettled) {
+    const ParameterState &parameter = state.parameters[p];
+    pinned.copy(const_cast<uint16_t *>(copy), parameter.streamCopy,
+                parameter.count * sizeof(uint16_t), cudaMemcpyDeviceToHost, streams[0]);
+    movedBytes += parameter.count * static_cast<int64_t>(sizeof(uint16_t));
+  }
+  unsettled.clear();
+  wait();
+}
+
+void DeviceUpdater::wait() {
   for (Stream &stream : streams)
     MT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }

@@ -1,6 +1,6 @@
-// AdamW on the device for parameters whose gradients wait in device memory: each piece of the
-// host state's split masters and moments crosses in, is updated beside its gradient, and
-// crosses back; the updated high halves go on into the weight's device copies.
+// AdamW on the device for weights kept there across steps, from gradients that wait in device
+// memory: the low halves and moments cross in a piece at a time, are updated beside the
+// gradient and the weight's device copy (the high halves), and cross back.
 #ifndef MT_RUNTIME_CUDA_DEVICEUPDATER_H
 #define MT_RUNTIME_CUDA_DEVICEUPDATER_H
 
@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -29,8 +30,8 @@ public:
   DeviceUpdater(const DeviceUpdater &) = delete;
   DeviceUpdater &operator=(const DeviceUpdater &) = delete;
 
-  /// The device memory an updater of `parameters` holds: two pieces of state in flight and
-  /// a double for each gradient chunk's squares.
+  /// The device memory an updater of `parameters` holds: two pieces of state in flight (low
+  /// halves and moments, 10 bytes an element) and a double for each gradient chunk's squares.
   static int64_t deviceBytesFor(const HostState &state, const std::vector<int> &parameters);
 
   bool updates(int p) const { return p >= 0 && p < static_cast<int>(at.size()) && at[p] >= 0; }
@@ -44,15 +45,22 @@ public:
   /// squaredNorm, bit for bit.
   double squares(int p) const;
   /// Enqueues p's AdamW from its gradient (`gradient`, device memory, which must stay until
-  /// `done`) and the chunk squares measured: its state crosses in and back a piece at a time,
-  /// and each updated piece's high halves (the bf16 weight) go into `targets` (device copies
-  /// of the whole weight). Records `done` once the state and the targets hold the update.
-  /// From one thread at a time; returns without waiting.
+  /// `done`) and the chunk squares measured. The high halves are the weight's device copies
+  /// (`targets`, each the whole weight, holding the host's high halves as of p's last
+  /// update): the update reads and writes the first, and the others take its pieces. The low
+  /// halves and moments cross in and back a piece at a time. The host's high halves of p are
+  /// brought up to date only by settle: 10 bytes a parameter cross each way, not 12. Records
+  /// `done` once the moments, low halves and targets hold the update. From one thread at a
+  /// time; returns without waiting.
   void update(int p, const float *gradient, const AdamWConstants &constants, bool guarded,
               const std::vector<uint16_t *> &targets, cudaEvent_t done);
-  /// Blocks until every update enqueued has reached the host state.
+  /// Brings the high halves of the parameters updated since the last settle from their device
+  /// copies into the host state, and blocks until every update enqueued and those copies have
+  /// reached it: before the state is read (a checkpoint, the run's end). Not during updates.
   void settle();
-  /// The bytes that crossed PCIe for the updates so far, both ways.
+  /// Blocks until what was enqueued has run, bringing no high halves (after a failure).
+  void wait();
+  /// The bytes that crossed PCIe for the updates so far, both ways, settles included.
   int64_t bytesMoved() const { return movedBytes.load(); }
 
 private:
@@ -72,6 +80,8 @@ private:
   Event joined = Event::forOrdering();
   std::mutex updating;
   std::atomic<int64_t> movedBytes{0};
+  /// Per parameter updated since the last settle, its first device copy.
+  std::map<int, const uint16_t *> unsettled;
 };
 
 } // namespace mt::cuda

@@ -611,9 +611,9 @@ void Executor::drain() {
   for (int s = 0; s < 3; ++s)
     if (streams[s])
       cudaStreamSynchronize(streams[s]);
-  if (updater)
+  if (updater) // its high halves stay on the device: a checkpoint may be reading the state
     try {
-      updater->settle();
+      updater->wait();
     } catch (const std::exception &) { // a failed step drains too
     }
   // After a device error the synchronizations return at once, while a landing's callback may

@@ -50,8 +50,9 @@ struct BackendSettings {
   /// cuda: which kernels run fused attention (mt-run --attention).
   AttentionKernels attention = AttentionKernels::Cudnn;
   /// cuda: AdamW of the weights the plan keeps on the device across steps runs on the device,
-  /// from gradients that wait there (mt-run --device-updates): their state crosses in and
-  /// back, 24 bytes a parameter through the host's memory instead of the host's 34. Those of
+  /// from gradients that wait there (mt-run --device-updates): their low halves and moments
+  /// cross in and back, 20 bytes a parameter through the host's memory instead of the host's
+  /// 34 (the high halves are the device's copy, brought back when settled). Those of
   /// the first `deviceUpdateLayers` layers the step reads, and the parameters it reads before
   /// them (0: none).
   int deviceUpdateLayers = 0;

@@ -252,6 +252,10 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   };
   auto writeCheckpoint = [&](int64_t step) {
     reportCheckpoint(settings.checkpoints->finish());
+    // The device's updates reach the state once the last checkpoint has read it: settling
+    // brings high halves from the device into the state, which no update of theirs waits for.
+    if (backend)
+      backend->settleUpdates();
     if (ranks) // one rank's whole state, whatever the ranks that resume it
       ranks->gatherInto(state);
     settings.checkpoints->begin(
@@ -372,11 +376,8 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
       }
       report(record, std::chrono::steady_clock::now());
       reportedThrough = step;
-      if (settings.checkpoints && settles()) {
-        if (backend) // the device's updates of the step reach the state first
-          backend->settleUpdates();
+      if (settings.checkpoints && settles())
         writeCheckpoint(step);
-      }
       if (!outcome.nonFinite.empty())
         break;
     }
@@ -386,10 +387,12 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
         steps > settings.resumed.step)
       backend->writeTrace(settings.trace, tracedUpdates);
     updates.reset(); // its worker reads what is declared after it
-    if (backend)
-      backend->settleUpdates();
+    // A checkpoint in flight reads the state to its end before the device's last updates
+    // reach it.
     if (settings.checkpoints)
       reportCheckpoint(settings.checkpoints->finish());
+    if (backend)
+      backend->settleUpdates();
   } catch (...) {
     // The backend's pending work ends first (gradient callbacks, collectives that may wait
     // for a peer that is gone), then the updates, which read its gradients, then a
@@ -397,17 +400,18 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     if (backend)
       backend->abandon();
     updates.reset();
-    // Device updates the worker enqueued after the backend drained: settled before teardown.
-    if (backend)
-      try {
-        backend->settleUpdates();
-      } catch (const std::exception &) { // the error being thrown is the one to report
-      }
     if (settings.checkpoints)
       try {
         reportCheckpoint(settings.checkpoints->finish());
       } catch (const std::exception &failure) { // the error being thrown is the one to report
         std::fprintf(stderr, "mt-run: %s\n", failure.what());
+      }
+    // Device updates the worker enqueued after the backend drained: settled before teardown,
+    // after the checkpoint in flight has read the state.
+    if (backend)
+      try {
+        backend->settleUpdates();
+      } catch (const std::exception &) { // the error being thrown is the one to report
       }
     // The error names the step it stopped (the last checkpoint is that of an earlier one).
     try {

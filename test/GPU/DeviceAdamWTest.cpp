@@ -1,7 +1,7 @@
 // GPU test of updates on the device (runtime/cuda/DeviceUpdater, kernels/AdamW.cu): each
 // gradient's chunk squares and each update of split masters and moments, over several pieces,
 // a partial chunk, a clip scale and a chunk that holds a NaN, give the host's adamwUpdate bits,
-// in the host state and in the weight's device copy.
+// in the weight's two device copies and, once settled, in the host state.
 #include "runtime/cuda/DeviceUpdater.h"
 
 #include "runtime/AdamW.h"
@@ -65,6 +65,18 @@ int main() {
   MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t done;
   MT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  // Each weight's two device copies, filled from the host's high halves as a step's first
+  // prefetch fills a persistent weight; the updates keep them current from there.
+  std::vector<std::vector<uint16_t *>> copies(parameters.size());
+  for (int p : parameters)
+    for (int c = 0; c < 2; ++c) {
+      const int64_t bytes = state.parameters[p].count * sizeof(uint16_t);
+      uint16_t *copy;
+      MT_CUDA_CHECK(cudaMalloc(&copy, bytes));
+      MT_CUDA_CHECK(
+          cudaMemcpy(copy, state.parameters[p].streamCopy, bytes, cudaMemcpyHostToDevice));
+      copies[p].push_back(copy);
+    }
   int failures = 0, compared = 0;
   uint64_t draw = 12345;
   for (int64_t step = 1; step <= 3; ++step) {
@@ -80,9 +92,7 @@ int main() {
       if (step == 2 && p == 0)
         gradient[4200000] = NAN;
       float *onDevice;
-      uint16_t *copy; // the weight's device copy
       MT_CUDA_CHECK(cudaMalloc(&onDevice, count * sizeof(float)));
-      MT_CUDA_CHECK(cudaMalloc(&copy, count * sizeof(uint16_t)));
       MT_CUDA_CHECK(
           cudaMemcpy(onDevice, gradient.data(), count * sizeof(float), cudaMemcpyHostToDevice));
       updater.measure(p, onDevice, stream);
@@ -90,16 +100,25 @@ int main() {
       const double lr = 1e-3 / static_cast<double>(step);
       mt::AdamWConstants constants(plan.optimizer(), lr, 0.1, step, clip, 0.0f);
       const double squares = updater.squares(p);
-      updater.update(p, onDevice, constants, /*guarded=*/true, {copy}, done);
+      std::vector<uint16_t> before(state.parameters[p].streamCopy,
+                                   state.parameters[p].streamCopy + count);
+      updater.update(p, onDevice, constants, /*guarded=*/true, copies[p], done);
+      // The host's high halves lag until settled: they still hold the last settle's.
+      MT_CUDA_CHECK(cudaEventSynchronize(done));
+      const bool lagging = sameBits(before.data(), state.parameters[p].streamCopy, count);
       updater.settle();
       mt::ParameterState &expected = reference.parameters[p];
       const double expectedSquares =
           mt::adamwUpdate(expected.weightsAt(0), expected.firstMoment, expected.secondMoment,
                           gradient.data(), count, constants, /*guarded=*/true);
       const mt::ParameterState &got = state.parameters[p];
-      std::vector<uint16_t> copied(count);
-      MT_CUDA_CHECK(
-          cudaMemcpy(copied.data(), copy, count * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+      bool copiesMatch = true;
+      for (uint16_t *copy : copies[p]) {
+        std::vector<uint16_t> copied(count);
+        MT_CUDA_CHECK(
+            cudaMemcpy(copied.data(), copy, count * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+        copiesMatch = copiesMatch && sameBits(copied.data(), expected.streamCopy, count);
+      }
       const bool squaresMatch = std::isnan(expectedSquares)
                                     ? std::isnan(squares)
                                     : sameBits(&squares, &expectedSquares, 1);
@@ -107,26 +126,27 @@ int main() {
                                 sameBits(got.masterLow, expected.masterLow, count) &&
                                 sameBits(got.firstMoment, expected.firstMoment, count) &&
                                 sameBits(got.secondMoment, expected.secondMoment, count);
-      const bool copyMatches = sameBits(copied.data(), got.streamCopy, count);
-      if (!squaresMatch || !stateMatches || !copyMatches) {
-        std::printf("FAIL: step %lld, w%d: squares %s (%.17g against %.17g), state %s, device "
-                    "copy %s\n",
+      if (!squaresMatch || !stateMatches || !copiesMatch || !lagging) {
+        std::printf("FAIL: step %lld, w%d: squares %s (%.17g against %.17g), settled state %s, "
+                    "device copies %s, host high halves %s before settling\n",
                     static_cast<long long>(step), p, squaresMatch ? "match" : "differ", squares,
                     expectedSquares, stateMatches ? "matches" : "differs",
-                    copyMatches ? "matches" : "differs");
+                    copiesMatch ? "match" : "differ", lagging ? "unchanged" : "changed");
         ++failures;
       }
       ++compared;
       MT_CUDA_CHECK(cudaFree(onDevice));
-      MT_CUDA_CHECK(cudaFree(copy));
     }
   }
   // The NaN's chunk kept its state: the host's guarded update left it, and so did the device.
   std::printf("%d updates on the device over 3 steps (two pieces, partial chunks, a clip, a "
-              "NaN's chunk kept): the host's squares, split masters, moments and device copy "
-              "bit for bit%s\n",
+              "NaN's chunk kept): the host's squares, moments, low halves and two device copies "
+              "bit for bit, the host's high halves from the settle%s\n",
               compared, failures ? "" : ", every one");
   std::printf("moved %.1f MB across PCIe\n", updater.bytesMoved() / 1e6);
+  for (auto &weight : copies)
+    for (uint16_t *copy : weight)
+      MT_CUDA_CHECK(cudaFree(copy));
   MT_CUDA_CHECK(cudaEventDestroy(done));
   MT_CUDA_CHECK(cudaStreamDestroy(stream));
   return failures ? 1 : 0;

@@ -50,8 +50,8 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
                             own: mt's kernels
   --device-updates[=N]      cuda: AdamW of the weights the plan keeps on the device across
                             steps (mtc --persistent-layers) runs on the device, from gradients
-                            that wait there (mtc --gradient-ring=device): their masters and
-                            moments cross in and back, 24 bytes a parameter through the host's
+                            that wait there (mtc --gradient-ring=device): their low halves and
+                            moments cross in and back, 20 bytes a parameter through the host's
                             memory where the host's AdamW, the gradient and the weight move 34;
                             the same bits as the host's AdamW. =N: those of the first N layers
                             the step reads and the embedding before them (their gradients land

@@ -122,8 +122,8 @@ llvm::cl::opt<std::string> savedLayers(
 llvm::cl::opt<std::string> deviceUpdates(
     "device-updates",
     llvm::cl::desc("The first N layers the step reads, and the embedding before them, update "
-                   "on the device by default (mt-run --device-updates): their masters and "
-                   "moments cross in and back, 24 bytes a parameter through the host's memory "
+                   "on the device by default (mt-run --device-updates): their low halves and "
+                   "moments cross in and back, 20 bytes a parameter through the host's memory "
                    "where the host's AdamW moves 34, while the host updates the rest. Needs "
                    "--persistent-layers at least the layer count and --gradient-ring=device; "
                    "auto: the count the cost model predicts the fastest step for, where at "
