@@ -15,6 +15,9 @@ namespace mt::cuda {
 
 namespace {
 int64_t chunksOf(int64_t count) { return (count + kAdamWNormChunk - 1) / kAdamWNormChunk; }
+/// Elements a piece: kUpdatePiece, or the largest parameter's count, rounded up to 64 so that
+/// every array of the staging buffers (2- and 4-byte elements) starts 128-byte aligned.
+int64_t pieceFor(int64_t largest) { return (std::min(kUpdatePiece, largest) + 63) / 64 * 64; }
 } // namespace
 
 void DeviceUpdater::FreePinned::operator()(double *host) const { cudaFreeHost(host); }
@@ -26,8 +29,7 @@ int64_t DeviceUpdater::deviceBytesFor(const HostState &state, const std::vector<
     largest = std::max(largest, state.parameters[p].count);
   }
   // Per piece in flight: low halves, first and second moments.
-  return chunks * static_cast<int64_t>(sizeof(double)) +
-         2 * std::min(kUpdatePiece, largest) * kDeviceUpdateBytes;
+  return chunks * static_cast<int64_t>(sizeof(double)) + 2 * pieceFor(largest) * kDeviceUpdateBytes;
 }
 
 DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &parameters,
@@ -43,7 +45,7 @@ DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &par
     chunks += chunksOf(parameter.count);
     largest = std::max(largest, parameter.count);
   }
-  piece = std::min(kUpdatePiece, largest);
+  piece = pieceFor(largest);
   bytes = deviceBytesFor(state, parameters);
   squaresOnDevice = DeviceAllocation::create(chunks * sizeof(double));
   staging = DeviceAllocation::create(2 * piece * kDeviceUpdateBytes);

@@ -67,7 +67,7 @@ private:
   const HostState &state;
   const PinnedMemory &pinned;
   std::vector<int64_t> at; // per plan parameter: its first chunk's squares, or -1
-  int64_t piece = 0;       // elements a piece: kUpdatePiece, or the largest parameter's count
+  int64_t piece = 0;       // elements a piece (pieceFor: at most kUpdatePiece)
   int64_t bytes = 0;
   DeviceAllocation squaresOnDevice, staging;
   struct FreePinned {

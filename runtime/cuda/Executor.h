@@ -163,7 +163,9 @@ public:
   /// of p and the ring's next occupant of its slot wait for it on the device. From one
   /// thread at a time.
   double updateOnDevice(int p, const AdamWConstants &constants, bool guarded);
-  /// Blocks until the device's updates have reached the host state.
+  /// Blocks until the device's updates have reached the host state, their high halves
+  /// brought from the device copies: only while nothing reads the state (no checkpoint in
+  /// flight) and no update runs.
   void settleUpdates() {
     if (updater)
       updater->settle();

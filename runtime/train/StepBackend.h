@@ -108,8 +108,9 @@ public:
   /// returns, without waiting for it, the squares of p's gradient as adamwUpdate returns them.
   /// The next step's readers of p wait for it on the device; settleUpdates on the host.
   virtual double updateOnDevice(int p, const AdamWConstants &constants, bool guarded);
-  /// Blocks until every update enqueued on the device has reached the host state: before the
-  /// state is read (a checkpoint, the run's end).
+  /// Blocks until every update enqueued on the device has reached the host state (the
+  /// device's high halves brought over): before the state is read (a checkpoint, the run's
+  /// end), and only once no checkpoint is reading it and no update runs.
   virtual void settleUpdates() {}
   /// Whether readGradient pulls p's gradient from the device just before its update (where
   /// the host's I/O writes land in the CPU's cache, AdamW reads it from there).
