@@ -79,69 +79,74 @@ int main() {
     }
   int failures = 0, compared = 0;
   uint64_t draw = 12345;
-  for (int64_t step = 1; step <= 3; ++step) {
-    // Step 3 clips (the gradient times 0.5); in step 2 a NaN sits in w0's second piece.
-    const float clip = step == 3 ? 0.5f : 1.0f;
-    for (int p : parameters) {
-      const int64_t count = state.parameters[p].count;
-      std::vector<float> gradient(count);
-      for (float &g : gradient) {
-        draw = draw * 6364136223846793005ull + 1442695040888963407ull;
-        g = (static_cast<float>(draw >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.02f;
-      }
-      if (step == 2 && p == 0)
-        gradient[4200000] = NAN;
-      float *onDevice;
-      MT_CUDA_CHECK(cudaMalloc(&onDevice, count * sizeof(float)));
-      MT_CUDA_CHECK(
-          cudaMemcpy(onDevice, gradient.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-      updater.measure(p, onDevice, stream);
-      MT_CUDA_CHECK(cudaStreamSynchronize(stream));
-      const double lr = 1e-3 / static_cast<double>(step);
-      mt::AdamWConstants constants(plan.optimizer(), lr, 0.1, step, clip, 0.0f);
-      const double squares = updater.squares(p);
-      std::vector<uint16_t> before(state.parameters[p].streamCopy,
-                                   state.parameters[p].streamCopy + count);
-      updater.update(p, onDevice, constants, /*guarded=*/true, copies[p], done);
-      // The host's high halves lag until settled: they still hold the last settle's.
-      MT_CUDA_CHECK(cudaEventSynchronize(done));
-      const bool lagging = sameBits(before.data(), state.parameters[p].streamCopy, count);
-      updater.settle();
-      mt::ParameterState &expected = reference.parameters[p];
-      const double expectedSquares =
-          mt::adamwUpdate(expected.weightsAt(0), expected.firstMoment, expected.secondMoment,
-                          gradient.data(), count, constants, /*guarded=*/true);
-      const mt::ParameterState &got = state.parameters[p];
-      bool copiesMatch = true;
-      for (uint16_t *copy : copies[p]) {
-        std::vector<uint16_t> copied(count);
-        MT_CUDA_CHECK(
-            cudaMemcpy(copied.data(), copy, count * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-        copiesMatch = copiesMatch && sameBits(copied.data(), expected.streamCopy, count);
-      }
-      const bool squaresMatch = std::isnan(expectedSquares)
-                                    ? std::isnan(squares)
-                                    : sameBits(&squares, &expectedSquares, 1);
-      const bool stateMatches = sameBits(got.streamCopy, expected.streamCopy, count) &&
-                                sameBits(got.masterLow, expected.masterLow, count) &&
-                                sameBits(got.firstMoment, expected.firstMoment, count) &&
-                                sameBits(got.secondMoment, expected.secondMoment, count);
-      if (!squaresMatch || !stateMatches || !copiesMatch || !lagging) {
-        std::printf("FAIL: step %lld, w%d: squares %s (%.17g against %.17g), settled state %s, "
-                    "device copies %s, host high halves %s before settling\n",
-                    static_cast<long long>(step), p, squaresMatch ? "match" : "differ", squares,
-                    expectedSquares, stateMatches ? "matches" : "differs",
-                    copiesMatch ? "match" : "differ", lagging ? "unchanged" : "changed");
-        ++failures;
-      }
-      ++compared;
-      MT_CUDA_CHECK(cudaFree(onDevice));
+  // One update of p at `step` by `through`, against the reference's: squares, device copies,
+  // the host's high halves unchanged until the settle, then every half and moment.
+  auto check = [&](mt::cuda::DeviceUpdater &through, int p, int64_t step, float clip) {
+    const int64_t count = state.parameters[p].count;
+    std::vector<float> gradient(count);
+    for (float &g : gradient) {
+      draw = draw * 6364136223846793005ull + 1442695040888963407ull;
+      g = (static_cast<float>(draw >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.02f;
     }
-  }
+    if (step == 2 && p == 0)
+      gradient[4200000] = NAN;
+    float *onDevice;
+    MT_CUDA_CHECK(cudaMalloc(&onDevice, count * sizeof(float)));
+    MT_CUDA_CHECK(
+        cudaMemcpy(onDevice, gradient.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    through.measure(p, onDevice, stream);
+    MT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const double lr = 1e-3 / static_cast<double>(step);
+    mt::AdamWConstants constants(plan.optimizer(), lr, 0.1, step, clip, 0.0f);
+    const double squares = through.squares(p);
+    std::vector<uint16_t> before(state.parameters[p].streamCopy,
+                                 state.parameters[p].streamCopy + count);
+    through.update(p, onDevice, constants, /*guarded=*/true, copies[p], done);
+    // The host's high halves lag until settled: they still hold the last settle's.
+    MT_CUDA_CHECK(cudaEventSynchronize(done));
+    const bool lagging = sameBits(before.data(), state.parameters[p].streamCopy, count);
+    through.settle();
+    mt::ParameterState &expected = reference.parameters[p];
+    const double expectedSquares =
+        mt::adamwUpdate(expected.weightsAt(0), expected.firstMoment, expected.secondMoment,
+                        gradient.data(), count, constants, /*guarded=*/true);
+    const mt::ParameterState &got = state.parameters[p];
+    bool copiesMatch = true;
+    for (uint16_t *copy : copies[p]) {
+      std::vector<uint16_t> copied(count);
+      MT_CUDA_CHECK(
+          cudaMemcpy(copied.data(), copy, count * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+      copiesMatch = copiesMatch && sameBits(copied.data(), expected.streamCopy, count);
+    }
+    const bool squaresMatch =
+        std::isnan(expectedSquares) ? std::isnan(squares) : sameBits(&squares, &expectedSquares, 1);
+    const bool stateMatches = sameBits(got.streamCopy, expected.streamCopy, count) &&
+                              sameBits(got.masterLow, expected.masterLow, count) &&
+                              sameBits(got.firstMoment, expected.firstMoment, count) &&
+                              sameBits(got.secondMoment, expected.secondMoment, count);
+    if (!squaresMatch || !stateMatches || !copiesMatch || !lagging) {
+      std::printf("FAIL: step %lld, w%d: squares %s (%.17g against %.17g), settled state %s, "
+                  "device copies %s, host high halves %s before settling\n",
+                  static_cast<long long>(step), p, squaresMatch ? "match" : "differ", squares,
+                  expectedSquares, stateMatches ? "matches" : "differs",
+                  copiesMatch ? "match" : "differ", lagging ? "unchanged" : "changed");
+      ++failures;
+    }
+    ++compared;
+    MT_CUDA_CHECK(cudaFree(onDevice));
+  };
+  // Step 3 clips (the gradient times 0.5); in step 2 a NaN sits in w0's second piece.
+  for (int64_t step = 1; step <= 3; ++step)
+    for (int p : parameters)
+      check(updater, p, step, step == 3 ? 0.5f : 1.0f);
+  // An updater whose largest parameter has an odd count (w2's 3 elements): its pieces are
+  // rounded up, so that the moments' staging stays aligned.
+  mt::cuda::DeviceUpdater odd(state, {2}, pinned);
+  check(odd, 2, 4, 1.0f);
   // The NaN's chunk kept its state: the host's guarded update left it, and so did the device.
-  std::printf("%d updates on the device over 3 steps (two pieces, partial chunks, a clip, a "
-              "NaN's chunk kept): the host's squares, moments, low halves and two device copies "
-              "bit for bit, the host's high halves from the settle%s\n",
+  std::printf("%d updates on the device over 4 steps (two pieces, partial chunks, a clip, a "
+              "NaN's chunk kept, an odd piece): the host's squares, moments, low halves and two "
+              "device copies bit for bit, the host's high halves from the settle%s\n",
               compared, failures ? "" : ", every one");
   std::printf("moved %.1f MB across PCIe\n", updater.bytesMoved() / 1e6);
   for (auto &weight : copies)
