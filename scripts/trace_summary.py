@@ -37,9 +37,9 @@ def main():
     names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
     slices = [e for e in events if e["ph"] == "X"]
     tracks = {tid: [s for s in slices if s["tid"] == tid] for tid in names}
-    device = [s for s in slices if names.get(s["tid"]) != "cpu"]
-    # The step: from the trace's origin (the step's start) to its last device slice; the
-    # CPU's updates may run past it.
+    device = [s for s in slices if names.get(s["tid"]) not in ("cpu", "device updates")]
+    # The step: from the trace's origin (the step's start) to its last slice on the plan's
+    # streams; the CPU's updates, and the device's (--device-updates), may run past it.
     begin = 0.0
     end = max(s["ts"] + s["dur"] for s in device)
     print(f"step {(end - begin) / 1e3:.3f} ms")

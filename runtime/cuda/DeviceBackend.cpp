@@ -339,10 +339,12 @@ void DeviceBackend::writeTrace(const std::string &path,
   std::ofstream out(path);
   if (!out)
     throw std::runtime_error("cannot write " + path);
-  static const char *streams[] = {"h2d", "compute", "d2h", "cpu"};
+  static const char *streams[] = {"h2d", "compute", "d2h", "cpu", "device updates"};
+  // --device-updates: each update's span on the device, on a track of its own.
+  std::vector<cuda::UpdateTiming> onDevice = executor->deviceUpdateTimings();
   out << std::fixed << std::setprecision(3); // microseconds, to the nanosecond
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
-  for (int tid = 0; tid < 4; ++tid)
+  for (int tid = 0; tid < (onDevice.empty() ? 4 : 5); ++tid)
     out << (tid ? "," : "") << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << tid
         << ",\"args\":{\"name\":\"" << streams[tid] << "\"}}";
   for (const cuda::CommandTiming &timed : last.commands) {
@@ -354,6 +356,10 @@ void DeviceBackend::writeTrace(const std::string &path,
         << ",\"ts\":" << timed.start * 1000.0 << ",\"dur\":" << (timed.end - timed.start) * 1000.0
         << ",\"args\":{\"location\":\"" << plain(command.location()) << "\"}}";
   }
+  for (const cuda::UpdateTiming &update : onDevice)
+    out << ",{\"name\":\"device AdamW " << plain(plan.parameters(update.parameter).name())
+        << "\",\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":" << update.start * 1000.0
+        << ",\"dur\":" << (update.end - update.start) * 1000.0 << "}";
   // The updates on the device's clock, from the host's view of the step's end.
   auto origin = last.hostEnd - std::chrono::duration<double, std::milli>(last.ms);
   auto at = [&](std::chrono::steady_clock::time_point t) {

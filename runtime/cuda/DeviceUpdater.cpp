@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace mt::cuda {
 
@@ -80,6 +81,12 @@ void DeviceUpdater::update(int p, const float *gradient, const AdamWConstants &c
     throw std::logic_error("a device update needs the weight's device copy");
   const double *squares = reinterpret_cast<const double *>(squaresOnDevice.data()) + at.at(p);
   unsettled[p] = targets.front();
+  Span span{p, Event(), Event()};
+  if (timed) { // both streams' pieces after the start
+    span.start = Event::forTiming();
+    MT_CUDA_CHECK(cudaEventRecord(span.start, streams[0]));
+    MT_CUDA_CHECK(cudaStreamWaitEvent(streams[1], span.start));
+  }
   int64_t index = 0;
   for (int64_t first = 0; first < parameter.count; first += piece, ++index) {
     const int64_t n = std::min(piece, parameter.count - first);
@@ -111,6 +118,16 @@ void DeviceUpdater::update(int p, const float *gradient, const AdamWConstants &c
   MT_CUDA_CHECK(cudaEventRecord(joined, streams[1]));
   MT_CUDA_CHECK(cudaStreamWaitEvent(streams[0], joined));
   MT_CUDA_CHECK(cudaEventRecord(done, streams[0]));
+  if (timed) {
+    span.end = Event::forTiming();
+    MT_CUDA_CHECK(cudaEventRecord(span.end, streams[0]));
+    spans.push_back(std::move(span));
+  }
+}
+
+std::vector<DeviceUpdater::Span> DeviceUpdater::takeSpans() {
+  std::lock_guard<std::mutex> lock(updating);
+  return std::exchange(spans, {});
 }
 
 void DeviceUpdater::settle() {

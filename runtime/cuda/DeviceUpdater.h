@@ -60,6 +60,16 @@ public:
   void settle();
   /// Blocks until what was enqueued has run, bringing no high halves (after a failure).
   void wait();
+
+  /// Each update's span on the device, where timed (timeUpdates, for mt-run --trace): from
+  /// before its first piece crosses in to after its last crosses back.
+  struct Span {
+    int parameter;
+    Event start, end;
+  };
+  void timeUpdates() { timed = true; }
+  /// The spans of the updates enqueued since the last call; forgets them.
+  std::vector<Span> takeSpans();
   /// The bytes that crossed PCIe for the updates so far, both ways, settles included.
   int64_t bytesMoved() const { return movedBytes.load(); }
 
@@ -82,6 +92,8 @@ private:
   std::atomic<int64_t> movedBytes{0};
   /// Per parameter updated since the last settle, its first device copy.
   std::map<int, const uint16_t *> unsettled;
+  bool timed = false;
+  std::vector<Span> spans;
 };
 
 } // namespace mt::cuda

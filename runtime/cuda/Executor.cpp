@@ -591,6 +591,22 @@ void Executor::startDeviceUpdates() {
   }
   updater = std::make_unique<DeviceUpdater>(state, onDevice, *pinned);
   deviceMemory.updates = updater->deviceBytes();
+  if (options.timeCommands)
+    updater->timeUpdates();
+}
+
+std::vector<UpdateTiming> Executor::deviceUpdateTimings() {
+  std::vector<UpdateTiming> timings;
+  if (!updater)
+    return timings;
+  for (const DeviceUpdater::Span &span : updater->takeSpans()) {
+    MT_CUDA_CHECK(cudaEventSynchronize(span.end));
+    UpdateTiming timing{span.parameter, 0, 0};
+    MT_CUDA_CHECK(cudaEventElapsedTime(&timing.start, clock.begin, span.start));
+    MT_CUDA_CHECK(cudaEventElapsedTime(&timing.end, clock.begin, span.end));
+    timings.push_back(timing);
+  }
+  return timings;
 }
 
 double Executor::updateOnDevice(int p, const AdamWConstants &constants, bool guarded) {
@@ -970,6 +986,8 @@ StepMeasures Executor::run(const std::map<std::string, std::vector<int64_t>> &in
 
   StepMeasures measures;
   clock.kernelsRun = 0;
+  if (updater && options.timeCommands) // the trace shows those from this step's start on
+    updater->takeSpans();
   // Every stream starts at `begin`, so that command times share one origin.
   MT_CUDA_CHECK(cudaEventRecord(clock.begin, streams.compute));
   MT_CUDA_CHECK(cudaStreamWaitEvent(streams.h2d, clock.begin));

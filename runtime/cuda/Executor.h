@@ -78,6 +78,12 @@ struct CommandTiming {
   float start, end;
 };
 
+/// One update on the device, in ms from the last step's start (where commands are timed).
+struct UpdateTiming {
+  int parameter;
+  float start, end;
+};
+
 /// What the device measured of one step.
 struct StepMeasures {
   double loss = 0;
@@ -172,6 +178,9 @@ public:
   }
   /// Why options.deviceUpdateLayers updates nothing on the device in this run; empty otherwise.
   const std::string &updatesOnHost() const { return updatesOnHostWhy; }
+  /// The device's updates enqueued since the last step began, with timeCommands (waits for
+  /// them to end).
+  std::vector<UpdateTiming> deviceUpdateTimings();
   /// The bytes the device's updates moved across PCIe so far, both ways.
   int64_t updateBytesMoved() const { return updater ? updater->bytesMoved() : 0; }
   /// Whether the plan keeps parameter p's weights on the device across steps.
