@@ -27,7 +27,8 @@ steps=${BENCH_STEPS:-5}
 # -8s: every layer keeps the activations its backward reads (mtc --saved-layers), -8kps with -8kp;
 # -32s: the last layers keep them (mtc's auto: as many as an H100 holds); -8u: -8kp with the
 # AdamW of the first layers (and the embedding) on the device, as many as mtc's
-# --device-updates=auto chose (the plan's count), -8kpu -8kp with every weight's.
+# --device-updates=auto chose (the plan's count), -8kpu -8kp with every weight's, -8kpsu
+# -8kps with auto's count.
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8p perf-3.8b-8p 4b 8 -"
@@ -39,6 +40,7 @@ rows=(
   "3.8b-8kps perf-3.8b-8kps 4b 8 -"
   "3.8b-8u perf-3.8b-8u 4b 8 -"
   "3.8b-8kpu perf-3.8b-8kp 4b 8 - --device-updates"
+  "3.8b-8kpsu perf-3.8b-8kpsu 4b 8 -"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
   "3.8b-32s perf-3.8b-32s 4b 32 -"
   "32bl-8 perf-32bl-8 32bl 8 gpu"
@@ -50,6 +52,7 @@ rows=(
   "32bl-8s perf-32bl-8s 32bl 8 -"
   "32bl-8kps perf-32bl-8kps 32bl 8 -"
   "32bl-8u perf-32bl-8u 32bl 8 -"
+  "32bl-8kpsu perf-32bl-8kpsu 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
   "32bl-32s perf-32bl-32s 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
@@ -61,6 +64,7 @@ rows=(
   "120bl-8s perf-120bl-8s 120bl 8 -"
   "120bl-8kps perf-120bl-8kps 120bl 8 -"
   "120bl-8u perf-120bl-8u 120bl 8 -"
+  "120bl-8kpsu perf-120bl-8kpsu 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"
   "120bl-32s perf-120bl-32s 120bl 32 -"
 )
