@@ -122,6 +122,7 @@ public:
   double updateOnDevice(int p, const AdamWConstants &constants, bool guarded) override {
     return executor->updateOnDevice(p, constants, guarded);
   }
+  double gradientSquares(int p) override { return executor->gradientSquares(p); }
   void settleUpdates() override { executor->settleUpdates(); }
 
   bool overlapsUpdates() const override { return true; }

@@ -169,6 +169,14 @@ public:
   /// of p and the ring's next occupant of its slot wait for it on the device. From one
   /// thread at a time.
   double updateOnDevice(int p, const AdamWConstants &constants, bool guarded);
+  /// The squares of p's gradient of this run, measured on the device as it landed (where p
+  /// updates there): from one thread at a time, before p's next landing.
+  double gradientSquares(int p) const {
+    if (!updatesOnDevice(p))
+      throw std::logic_error("the gradient of " + plan.parameters(p).name() +
+                             " is not measured on the device");
+    return updater->squares(p);
+  }
   /// Blocks until the device's updates have reached the host state, their high halves
   /// brought from the device copies: only while nothing reads the state (no checkpoint in
   /// flight) and no update runs.

@@ -27,6 +27,11 @@ double StepBackend::updateOnDevice(int p, const AdamWConstants &, bool) {
   throw std::logic_error("parameter " + std::to_string(p) + " is not updated on the device");
 }
 
+double StepBackend::gradientSquares(int p) {
+  throw std::logic_error("the gradient of parameter " + std::to_string(p) +
+                         " is not measured on the device");
+}
+
 void StepBackend::writeTrace(const std::string &path, const std::vector<UpdateSpan> &) const {
   throw std::runtime_error("--trace " + path + ": this backend measures no streams");
 }

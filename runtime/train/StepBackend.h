@@ -108,6 +108,9 @@ public:
   /// returns, without waiting for it, the squares of p's gradient as adamwUpdate returns them.
   /// The next step's readers of p wait for it on the device; settleUpdates on the host.
   virtual double updateOnDevice(int p, const AdamWConstants &constants, bool guarded);
+  /// The squares of p's gradient as it landed, measured on the device (where p updates
+  /// there): squaredNorm of it, summed as adamwUpdate sums them.
+  virtual double gradientSquares(int p);
   /// Blocks until every update enqueued on the device has reached the host state (the
   /// device's high halves brought over): before the state is read (a checkpoint, the run's
   /// end), and only once no checkpoint is reading it and no update runs.

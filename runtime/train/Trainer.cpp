@@ -106,6 +106,9 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
     return squares;
   };
   optimizer.measure = [&](int p) {
+    // A gradient the device updates was measured there as it landed: it need not cross.
+    if (overlapped && backend->updatesOnDevice(p))
+      return backend->gradientSquares(p);
     double squares = 0;
     readGradient(
         p, [&](const float *grad, int64_t, int64_t count) { squares += squaredNorm(grad, count); });

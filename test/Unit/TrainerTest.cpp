@@ -125,6 +125,10 @@ public:
     enqueued.push_back({p, constants, gradients[p], guarded});
     return mt::squaredNorm(gradients[p].data(), static_cast<int64_t>(gradients[p].size()));
   }
+  double gradientSquares(int p) override {
+    ++measuredOnDevice;
+    return mt::squaredNorm(gradients[p].data(), static_cast<int64_t>(gradients[p].size()));
+  }
   void settleUpdates() override {
     ++settles;
     applyDeviceUpdates(-1);
@@ -140,7 +144,7 @@ public:
   int64_t failAt = -1; // the step whose run throws
   int64_t chunk = 0;   // elements of a gradient readGradient hands over at a time (0: whole)
   int deviceParameter = -1; // the parameter updated "on the device"
-  int64_t settles = 0;
+  int64_t settles = 0, measuredOnDevice = 0;
   volatile std::sig_atomic_t *stop = nullptr;
 
 private:
@@ -196,6 +200,7 @@ struct Run {
   int64_t dataPosition = 0;
   bool copiesMatch = true; // split masters: each high half the master rounded to nearest
   int64_t settles = 0;     // the backend's settleUpdates calls
+  int64_t measuredOnDevice = 0; // gradients measured "on the device" (clipping)
 };
 
 /// Trains `plan` from a fixed start to step `settings.steps`, from `resumeFrom` when given.
@@ -237,6 +242,7 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   }
   run.runs = backend.runs;
   run.settles = backend.settles;
+  run.measuredOnDevice = backend.measuredOnDevice;
   run.dataPosition = data.position();
   return run;
 }
@@ -404,6 +410,12 @@ int main(int argc, char **argv) {
   }
   check(same(held.bits, train(clipped, tokens, true, settings).bits),
         "held clipping overlapped gives other bits");
+  // w1 updated "on the device", its gradient measured there for the norm: the same bits.
+  Run measuredThere = train(clipped, tokens, true, measuring, "", "", -1, -1, -1, 0,
+                            /*streamCopy=*/true, false, /*deviceParameter=*/1);
+  check(same(measuredThere.bits, held.bits) && measuredThere.measuredOnDevice == 6,
+        "a measuring pass with w1 on the device: " +
+            std::to_string(measuredThere.measuredOnDevice) + " measures there, other bits");
   std::printf("clipping by a measuring pass: two runs a step, the held gradients' bits\n");
 
   // A backend whose ring lands later gradients over earlier ones takes clipping by a
