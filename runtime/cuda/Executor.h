@@ -63,8 +63,9 @@ struct ExecutorOptions {
   /// The kernels of fused attention (cuDNN's where they serve, or mt's own).
   AttentionKernels attention = AttentionKernels::Cudnn;
   /// AdamW of each persistent weight whose gradient waits in the device's ring runs on the
-  /// device (updateOnDevice, a DeviceUpdater beside the plan's memory): its split masters and
-  /// moments cross in and back, and its device copies take the updated high halves directly.
+  /// device (updateOnDevice, a DeviceUpdater beside the plan's memory): its low halves and
+  /// moments cross in and back, its high halves are its device copies' (the host's brought
+  /// over by settleUpdates).
   /// Those of the first `deviceUpdateLayers` layer blocks the step reads, and the parameters
   /// read before them (0: none). The first layers' gradients land last: their updates on the
   /// device leave the host's updates of the later layers to overlap the next forward.

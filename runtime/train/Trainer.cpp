@@ -87,8 +87,12 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   // A measured step's updating run is not the measured one (cuDNN's atomic dq differs in its
   // last bits): what is not finite stays out.
   const bool guarded = gated || measuringPass;
+  // Per parameter, whether the backend updates it on the device (and measured it there).
+  std::vector<char> onDevice(parameterCount, 0);
+  for (int p = 0; overlapped && p < parameterCount; ++p)
+    onDevice[p] = backend->updatesOnDevice(p);
   optimizer.update = [&](int p, int64_t step, float clip) {
-    if (overlapped && backend->updatesOnDevice(p))
+    if (onDevice[p])
       return backend->updateOnDevice(
           p, AdamWConstants(adamw, lrAt(step), decays[p].rate, step, clip, decays[p].center),
           guarded);
@@ -107,7 +111,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   };
   optimizer.measure = [&](int p) {
     // A gradient the device updates was measured there as it landed: it need not cross.
-    if (overlapped && backend->updatesOnDevice(p))
+    if (onDevice[p])
       return backend->gradientSquares(p);
     double squares = 0;
     readGradient(
@@ -128,7 +132,7 @@ Trainer::Outcome Trainer::run(const volatile std::sig_atomic_t &stop) {
   bool updatesPulled = false;
   for (size_t p = 0; p < state.parameters.size(); ++p) {
     const ParameterState &parameter = state.parameters[p];
-    if (overlapped && backend->updatesOnDevice(static_cast<int>(p)))
+    if (onDevice[p])
       continue; // the device's, through PCIe
     // A pulled gradient counted as read from the cache it is pulled into just before.
     bool pulled = overlapped && backend->pullsGradient(static_cast<int>(p));
