@@ -182,14 +182,20 @@ done
 # saved weights are the loaded ones bit for bit; stop exits 3.
 resume_both() {
   local plan=$1 data=$2 dir=$out/resume-$(basename "$1" .mtp)${3:+-more}
-  shift 2 # the rest: mt-run's flags for every run
+  shift 2 # the rest: mt-run's flags for every run, less --init for the resumed one (the
+  # checkpoint holds the weights, and mt-run refuses both)
+  local resumed=() skip=0 a
+  for a in "$@"; do
+    if ((skip)); then skip=0 && continue; fi
+    case "$a" in --init) skip=1 ;; --init=*) ;; *) resumed+=("$a") ;; esac
+  done
   rm -rf "$dir" && mkdir -p "$dir" &&
     $run "$plan" --data "$data" --steps 12 --metrics "$dir/full.jsonl" \
       --save-weights "$dir/full.safetensors" "$@" &&
     $run "$plan" --data "$data" --steps 7 --checkpoint-dir "$dir/ck" --checkpoint-every 3 \
       --metrics "$dir/part.jsonl" "$@" &&
     $run "$plan" --data "$data" --steps 12 --resume "$dir/ck" --metrics "$dir/part.jsonl" \
-      --save-weights "$dir/part.safetensors" "$@" &&
+      --save-weights "$dir/part.safetensors" "${resumed[@]}" &&
     cmp "$dir/full.safetensors" "$dir/part.safetensors" &&
     diff <(sed 's/,"ms".*//' "$dir/full.jsonl") <(sed 's/,"ms".*//' "$dir/part.jsonl") &&
     echo "resumed after step 7: weights and losses bitwise the uninterrupted run's"
@@ -285,7 +291,7 @@ if [[ -f $plans/bench-3.8b-fp32.mtp ]]; then
   done
 fi
 # The largest models the host holds: 10 steps of the 6.74B and the 9.2B plans (and the 9.2B
-# with the first layers' updates on the device, 9b-u), the host's available memory sampled
+# with updates on the device, 9b-u), the host's available memory sampled
 # every 2 s (its least printed); the 9.2B plan with clipping (every gradient held until the
 # norm is known: 34 GiB more) refused with the numbers.
 for model in 7b 9b 9b-u; do
