@@ -601,7 +601,7 @@ private:
       if (best.predictedStepSeconds > chosen.predictedStepSeconds * kPullGain)
         best = chosen;
       std::snprintf(numbers, sizeof numbers,
-                    "the cost model predicts %.3g s with the first %lld of %lld layers' "
+                    "the cost model predicts %.3g s with %lld of %lld layers' "
                     "updates on the device, %.3g s with none",
                     best.predictedStepSeconds, static_cast<long long>(best.deviceUpdateLayers),
                     static_cast<long long>(layers), chosen.predictedStepSeconds);

@@ -362,7 +362,7 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
     at least 3% faster. The choice comes before lighten-host's placement, which gets the room
     left. The module records it and its numbers (`mt.saved_layers_choice`).
 
-    `device-updates` N: the AdamW of the first N layers the step reads and of the prologue's
+    `device-updates` N: the AdamW of N layers spread over the step and of the prologue's
     parameters runs on the device (mt-run --device-updates, which the plan's count sets by
     default): their low halves and moments cross in and back, 20 bytes a parameter through
     the host's memory where the host's update moves 34, and the host updates the rest

@@ -427,16 +427,17 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   const bool ringed = layerMajor || micro == 1;
   const bool pulled = ringed && options.pullGradients;
   estimate.pullGradients = pulled;
-  // Updates on the device: the first layers' and the prologue's, where every weight persists
-  // and the gradients wait in a device ring. Their weights cross in no step (the device
+  // Updates on the device: the prologue's and layers spread over the step, where every weight
+  // persists and the gradients wait in a device ring. Their weights cross in no step (the device
   // writes them) and their gradients not at all; their low halves and moments cross in and
   // back instead (the high halves are the device's copy).
   estimate.deviceUpdateLayers = pulled && estimate.persistentLayers == L
                                     ? std::clamp<int64_t>(options.deviceUpdateLayers, 0, L)
                                     : 0;
   int64_t deviceParams = estimate.deviceUpdateLayers > 0 ? prologueParams : 0;
-  for (int64_t i = 0; i < estimate.deviceUpdateLayers; ++i)
-    deviceParams += layers[i].params;
+  for (int64_t i = 0; i < L; ++i)
+    if (updatesLayerOnDevice(i, L, estimate.deviceUpdateLayers))
+      deviceParams += layers[i].params;
   estimate.h2dBytesPerStep += deviceParams * (kDeviceUpdateBytes - stream);
   estimate.d2hBytesPerStep += deviceParams * (kDeviceUpdateBytes - 4);
 
@@ -536,7 +537,8 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   };
   auto onDevice = [&](int64_t item) {
     return estimate.deviceUpdateLayers > 0 &&
-           (item == kPrologue || (item < L && item < estimate.deviceUpdateLayers));
+           (item == kPrologue ||
+            (item < L && updatesLayerOnDevice(item, L, estimate.deviceUpdateLayers)));
   };
   std::vector<int64_t> landings;
   if (epilogueParams > 0)

@@ -52,6 +52,15 @@ constexpr int64_t kPullMargin = int64_t{1} << 30;
 /// low half and moments (its high half is the weight's device copy).
 constexpr int64_t kUpdatePiece = int64_t{1} << 22;
 constexpr int64_t kDeviceUpdateBytes = 10;
+/// Whether a plan updating `count` of its `layers` layer blocks on the device updates the
+/// block at place `layer` of the step's read order there: the count spread evenly over the
+/// blocks, the last block among them. Spread, the device's updates start with the backward's
+/// first landings and run beside the host's; the first blocks alone (whose gradients land
+/// last) left the device idle until late and then kept the next forward waiting for it (a
+/// 265 ms wait in a 1.18 s step of the 3.82B model, 12 blocks of 32 on the device).
+inline bool updatesLayerOnDevice(int64_t layer, int64_t layers, int64_t count) {
+  return layers > 0 && (layer + 1) * count / layers > layer * count / layers;
+}
 /// Each update's first chunk: 1Mi elements (4 MB), the next ones twice the one before. AdamW
 /// splits an update into 64Ki-element pieces over its threads: a first chunk smaller would
 /// leave a 16-core host's threads idle, one larger keep the update waiting longer.

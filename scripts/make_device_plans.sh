@@ -148,7 +148,7 @@ if [[ "${WITH_9B:-0}" == 1 ]]; then
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-$name.onnx" $layers $hidden $heads $kv $ffn 32000 2048
     mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source --summary -o - >"$out/bench-$name.summary"
     mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source -o "$out/bench-$name.mtp"
-    # The 9.2B step with the first layers' updates on the device (every weight persistent,
+    # The 9.2B step with updates on the device (every weight persistent,
     # gradients pulled, mtc's auto count): the host's AdamW bounds the step above.
     [[ $name == 9b ]] && mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 \
       --persistent-layers $layers --gradient-ring=device --device-updates=auto \
@@ -234,8 +234,8 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
       mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
         --gradient-ring=$ring -o "$out/perf-$name-8k$([[ $ring == device ]] && echo p).mtp"
     done
-    # Updates on the device: every weight persistent, gradients pulled, and the first layers'
-    # AdamW on the device, as many as the cost model predicts the fastest step for (mtc
+    # Updates on the device: every weight persistent, gradients pulled, and the AdamW of
+    # layers spread over the step on the device, as many as the cost model predicts the fastest step for (mtc
     # --device-updates=auto; the plan's count is mt-run's default).
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
       --gradient-ring=device --device-updates=auto --summary | grep -E '^(updates|per step)'
@@ -250,7 +250,7 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
       -o "$out/perf-$name-8s.mtp"
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --saved-layers $layers \
       --persistent-layers $layers --gradient-ring=device -o "$out/perf-$name-8kps.mtp"
-    # And the first layers' updates on the device: less compute and fewer host bytes at once.
+    # And updates on the device too: less compute and fewer host bytes at once.
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --saved-layers $layers \
       --persistent-layers $layers --gradient-ring=device --device-updates=auto \
       -o "$out/perf-$name-8kpsu.mtp"

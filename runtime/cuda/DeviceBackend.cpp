@@ -258,11 +258,12 @@ void DeviceBackend::printStartup(int64_t parameters) const {
         ++updated;
         elements += state.parameters[p].count;
       }
-    std::printf("updates     | %d parameters (%.1f%% of the elements: persistent weights the "
-                "step reads first) updated on the device: their state crosses in and back, "
-                "%.1f MiB of device memory beside the plan's\n",
-                updated, 100.0 * static_cast<double>(elements) / static_cast<double>(parameters),
-                memory.updates / 1048576.0);
+    std::printf(
+        "updates     | %d parameters (%.1f%% of the elements: the embedding's and "
+        "layers spread over the step) updated on the device: their state crosses in and back, "
+        "%.1f MiB of device memory beside the plan's\n",
+        updated, 100.0 * static_cast<double>(elements) / static_cast<double>(parameters),
+        memory.updates / 1048576.0);
   } else if (!executor->updatesOnHost().empty()) {
     std::printf("updates     | on the host, though the device was asked for (--device-updates, "
                 "or the plan's count): %s\n",

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace mt::cuda {
@@ -549,19 +550,22 @@ void Executor::start(const Layout &layout) {
 }
 
 void Executor::startDeviceUpdates() {
-  // The parameters the step reads until it has read deviceUpdateLayers layer blocks and reads
-  // anything else (the next block, or the epilogue's parameters after the last): as the cost
-  // model counts them, the prologue's and the first N layers'.
+  // As the cost model counts them: the prologue's parameters (those the step reads before
+  // any layer block) and deviceUpdateLayers blocks spread over the read order.
+  const std::vector<int> order = readOrder();
+  std::map<int64_t, int64_t> place; // a layer block's place in the read order
+  for (int p : order)
+    if (int64_t layer = plan.parameters(p).layer(); layer >= 0)
+      place.emplace(layer, static_cast<int64_t>(place.size()));
   std::vector<int> onDevice;
-  std::set<int64_t> blocks;
-  for (int p : readOrder()) {
+  bool prologue = true;
+  for (int p : order) {
     int64_t layer = plan.parameters(p).layer();
-    if (!(layer >= 0 && blocks.count(layer)) &&
-        static_cast<int64_t>(blocks.size()) == options.deviceUpdateLayers)
-      break;
-    if (layer >= 0)
-      blocks.insert(layer);
-    if (persistentWeight(p) && gradientOnDevice(p))
+    prologue = prologue && layer < 0;
+    bool chosen = options.deviceUpdateLayers > 0 &&
+                  (prologue || (layer >= 0 && updatesLayerOnDevice(place.at(layer), place.size(),
+                                                                   options.deviceUpdateLayers)));
+    if (chosen && persistentWeight(p) && gradientOnDevice(p))
       onDevice.push_back(p);
   }
   if (persistentSent.empty())

@@ -66,9 +66,9 @@ struct ExecutorOptions {
   /// device (updateOnDevice, a DeviceUpdater beside the plan's memory): its low halves and
   /// moments cross in and back, its high halves are its device copies' (the host's brought
   /// over by settleUpdates).
-  /// Those of the first `deviceUpdateLayers` layer blocks the step reads, and the parameters
-  /// read before them (0: none). The first layers' gradients land last: their updates on the
-  /// device leave the host's updates of the later layers to overlap the next forward.
+  /// Those of `deviceUpdateLayers` layer blocks spread over the step's read order
+  /// (updatesLayerOnDevice), and the parameters read before any block (0: none): the device's
+  /// updates then run beside the host's from the backward's first landings.
   int deviceUpdateLayers = 0;
 };
 

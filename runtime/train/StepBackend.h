@@ -53,8 +53,8 @@ struct BackendSettings {
   /// from gradients that wait there (mt-run --device-updates): their low halves and moments
   /// cross in and back, 20 bytes a parameter through the host's memory instead of the host's
   /// 34 (the high halves are the device's copy, brought back when settled). Those of
-  /// the first `deviceUpdateLayers` layers the step reads, and the parameters it reads before
-  /// them (0: none).
+  /// `deviceUpdateLayers` layers spread over the step, and the parameters it reads before any
+  /// layer (0: none).
   int deviceUpdateLayers = 0;
 };
 

@@ -53,9 +53,10 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
                             that wait there (mtc --gradient-ring=device): their low halves and
                             moments cross in and back, 20 bytes a parameter through the host's
                             memory where the host's AdamW, the gradient and the weight move 34;
-                            the same bits as the host's AdamW. =N: those of the first N layers
-                            the step reads and the embedding before them (their gradients land
-                            last), the host updating the rest meanwhile; =0: none. Default: the
+                            the same bits as the host's AdamW. =N: those of N layers spread
+                            over the step and the embedding (the device's updates then run
+                            beside the host's from the backward's first landings), the host
+                            updating the rest; =0: none. Default: the
                             plan's count (mtc --device-updates)
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline

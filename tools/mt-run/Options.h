@@ -31,8 +31,8 @@ struct Options {
        checkKernels = false, serialize = false, profile = false;
   /// --attention: the kernels of fused attention on the device.
   AttentionKernels attention = AttentionKernels::Cudnn;
-  /// --device-updates[=N]: the persistent weights' AdamW on the device, of the first N layers
-  /// the step reads (and what it reads before them); 0: none; -1 (not given): the plan's.
+  /// --device-updates[=N]: the persistent weights' AdamW on the device, of N layers spread
+  /// over the step (and what it reads before them); 0: none; -1 (not given): the plan's.
   int deviceUpdateLayers = -1;
   std::string trace;
   /// --profile-into: the device profile (JSON) that the last step's kernel rates go into.

@@ -121,7 +121,7 @@ llvm::cl::opt<std::string> savedLayers(
 
 llvm::cl::opt<std::string> deviceUpdates(
     "device-updates",
-    llvm::cl::desc("The first N layers the step reads, and the embedding before them, update "
+    llvm::cl::desc("N layers spread over the step, and the embedding, update "
                    "on the device by default (mt-run --device-updates): their low halves and "
                    "moments cross in and back, 20 bytes a parameter through the host's memory "
                    "where the host's AdamW moves 34, while the host updates the rest. Needs "
