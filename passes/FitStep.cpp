@@ -600,11 +600,17 @@ private:
       }
       if (best.predictedStepSeconds > chosen.predictedStepSeconds * kPullGain)
         best = chosen;
-      std::snprintf(numbers, sizeof numbers,
-                    "the cost model predicts %.3g s with %lld of %lld layers' "
-                    "updates on the device, %.3g s with none",
-                    best.predictedStepSeconds, static_cast<long long>(best.deviceUpdateLayers),
-                    static_cast<long long>(layers), chosen.predictedStepSeconds);
+      if (best.deviceUpdateLayers == 0)
+        std::snprintf(numbers, sizeof numbers,
+                      "none: the cost model predicts %.3g s with none, no count of layers "
+                      "updated on the device 2%% faster",
+                      chosen.predictedStepSeconds);
+      else
+        std::snprintf(numbers, sizeof numbers,
+                      "the cost model predicts %.3g s with %lld of %lld layers' "
+                      "updates on the device, %.3g s with none",
+                      best.predictedStepSeconds, static_cast<long long>(best.deviceUpdateLayers),
+                      static_cast<long long>(layers), chosen.predictedStepSeconds);
       why = numbers;
     } else {
       FailureOr<StepEstimate> step = estimateWith(std::min(requestedUpdates, layers));
