@@ -638,19 +638,21 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
           // pieces in flight, on the updater's own streams: the slower way, and a piece more.
           // (Beside the step's copies it takes their share of PCIe, which the model leaves
           // out: the step's own copies are few where every weight persists.)
-          // Crossing in and back take their sum, not the slower: measured on the H100
-          // machine, the state crossed at 28 GB/s each way beside the host's updates, where
-          // PCIe carries 55 (1.9G parameters' in 688 ms, their sum 684). Its bytes also pass
-          // through the host's memory (read going in, written coming back), which the host's
-          // AdamW shares: of the time the step's host bytes take at AdamW's pace, the device's
-          // updates take their parameters' share.
-          double state = paramsOf(item) * static_cast<double>(kDeviceUpdateBytes);
+          // Of the time the step's crossings take, both ways one after the other, the device's
+          // updates take their parameters' share: measured on the H100 machine, the state
+          // crossed at 28 GB/s each way beside the step's own copies, where PCIe carries 55
+          // (3.82B: 1.9G parameters' state in 688 ms), and at 14 with the 32B layer shape's
+          // larger copies. Its bytes also pass through the host's memory (read going in,
+          // written coming back), which the host's AdamW shares: of the time the step's host
+          // bytes take at AdamW's pace, the device's updates take their share too.
+          const double share = paramsOf(item) / static_cast<double>(deviceParams);
           double piece = std::min<double>(paramsOf(item), kUpdatePiece) * kDeviceUpdateBytes / h2d;
-          double memory = paramsOf(item) / static_cast<double>(deviceParams) * stepBytes /
-                          (adamwBytes(1) * profile.hostAdamParamsPerSecond);
+          double crossings = share * (static_cast<double>(estimate.h2dBytesPerStep) / h2d +
+                                      static_cast<double>(estimate.d2hBytesPerStep) / d2h);
+          double memory = share * stepBytes / (adamwBytes(1) * profile.hostAdamParamsPerSecond);
           deviceEnds[s * stride + item] =
               sim.run("updates", llvm::formatv("device AdamW {0}", what),
-                      std::max(state / h2d + state / d2h, memory) + piece, grads);
+                      std::max(crossings, memory) + piece, grads);
         } else {
           worker.land(s * stride + item, needOf(item), grads,
                       paramsOf(item) * adamwSeconds + pullWaitOf(item),
