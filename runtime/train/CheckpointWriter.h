@@ -48,6 +48,9 @@ public:
   std::optional<Written> poll();
   /// Waits for the write in flight, if any; throws its error.
   std::optional<Written> finish();
+  /// Whether a write has begun and not been ended by poll() or finish(): until then only
+  /// what release() allows may change the state (the trainer settles device updates after).
+  bool writing() { return current() != nullptr; }
 
   /// The copy memory `begin` takes by default: three quarters of what the host has available
   /// now (0 where the kernel does not say).

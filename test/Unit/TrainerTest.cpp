@@ -131,6 +131,9 @@ public:
   }
   void settleUpdates() override {
     ++settles;
+    // Settling writes the state without release(): never while a checkpoint reads it.
+    if (writer && writer->writing())
+      ++settledWhileWriting;
     applyDeviceUpdates(-1);
   }
   bool overlapsUpdates() const override { return overlapping; }
@@ -144,7 +147,8 @@ public:
   int64_t failAt = -1; // the step whose run throws
   int64_t chunk = 0;   // elements of a gradient readGradient hands over at a time (0: whole)
   int deviceParameter = -1; // the parameter updated "on the device"
-  int64_t settles = 0, measuredOnDevice = 0;
+  int64_t settles = 0, measuredOnDevice = 0, settledWhileWriting = 0;
+  mt::CheckpointWriter *writer = nullptr; // the run's checkpoints, where it writes them
   volatile std::sig_atomic_t *stop = nullptr;
 
 private:
@@ -200,6 +204,7 @@ struct Run {
   int64_t dataPosition = 0;
   bool copiesMatch = true; // split masters: each high half the master rounded to nearest
   int64_t settles = 0;     // the backend's settleUpdates calls
+  int64_t settledWhileWriting = 0; // of those, while a checkpoint's write was in flight
   int64_t measuredOnDevice = 0; // gradients measured "on the device" (clipping)
 };
 
@@ -226,6 +231,7 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   backend.failAt = failAt;
   backend.chunk = chunk;
   backend.deviceParameter = deviceParameter;
+  backend.writer = settings.checkpoints;
   volatile std::sig_atomic_t stop = 0;
   backend.stop = &stop;
   mt::Trainer trainer(plan, state, &backend, nullptr, data, inputs, decays, log, settings);
@@ -242,6 +248,7 @@ Run train(const mt::plan::Plan &plan, const std::string &tokens, bool overlappin
   }
   run.runs = backend.runs;
   run.settles = backend.settles;
+  run.settledWhileWriting = backend.settledWhileWriting;
   run.measuredOnDevice = backend.measuredOnDevice;
   run.dataPosition = data.position();
   return run;
@@ -288,6 +295,8 @@ int main(int argc, char **argv) {
     check(same(after.bits, written.bits), "checkpointing device updates changes the bits");
     // Settled before each of the three checkpoints' copies of the state, and at the end.
     check(written.settles == 4, std::to_string(written.settles) + " settles");
+    check(written.settledWhileWriting == 0,
+          std::to_string(written.settledWhileWriting) + " settles while a checkpoint was written");
     mt::TrainerSettings rest = settings;
     rest.planHash = "test-plan";
     Run resumed = train(plan, tokens, true, rest, "", dir + "/device-updates/step-00000004", -1, -1,
