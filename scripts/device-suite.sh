@@ -291,7 +291,7 @@ if [[ -f $plans/bench-3.8b-fp32.mtp ]]; then
   done
 fi
 # The largest models the host holds: 10 steps of the 6.74B and the 9.2B plans (and the 9.2B
-# with updates on the device, 9b-u), the host's available memory sampled
+# with every weight persistent and pulled, 9b-u), the host's available memory sampled
 # every 2 s (its least printed); the 9.2B plan with clipping (every gradient held until the
 # norm is known: 34 GiB more) refused with the numbers.
 for model in 7b 9b 9b-u; do

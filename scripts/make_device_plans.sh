@@ -148,8 +148,9 @@ if [[ "${WITH_9B:-0}" == 1 ]]; then
     /usr/bin/python3 "$root/scripts/make_scale_model.py" "$out/bench-$name.onnx" $layers $hidden $heads $kv $ffn 32000 2048
     mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source --summary -o - >"$out/bench-$name.summary"
     mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source -o "$out/bench-$name.mtp"
-    # The 9.2B step with updates on the device (every weight persistent,
-    # gradients pulled, mtc's auto count): the host's AdamW bounds the step above.
+    # The 9.2B step with every weight persistent and the gradients pulled, and updates on the
+    # device where mtc's auto picks any (none on the built-in profiles): the host's AdamW
+    # bounds the step above.
     [[ $name == 9b ]] && mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 \
       --persistent-layers $layers --gradient-ring=device --device-updates=auto \
       -o "$out/bench-$name-u.mtp"
@@ -234,13 +235,10 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
       mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
         --gradient-ring=$ring -o "$out/perf-$name-8k$([[ $ring == device ]] && echo p).mtp"
     done
-    # Updates on the device: every weight persistent, gradients pulled, and the AdamW of
-    # layers spread over the step on the device, as many as the cost model predicts the fastest step for (mtc
-    # --device-updates=auto; the plan's count is mt-run's default).
+    # Updates on the device (every weight persistent, gradients pulled): the count the cost
+    # model picks (device-bench's -8kpu rows ask mt-run for some on -8kp).
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
       --gradient-ring=device --device-updates=auto --summary | grep -E '^(updates|per step)'
-    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
-      --gradient-ring=device --device-updates=auto -o "$out/perf-$name-8u.mtp"
     # Every layer keeping the activations its backward reads (mtc --saved-layers) in place of
     # recomputing its forward there: a quarter of the products less, at a layer's activations
     # each on the device; streamed, and persistent with pulled gradients.
@@ -250,10 +248,6 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
       -o "$out/perf-$name-8s.mtp"
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --saved-layers $layers \
       --persistent-layers $layers --gradient-ring=device -o "$out/perf-$name-8kps.mtp"
-    # And updates on the device too: less compute and fewer host bytes at once.
-    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --saved-layers $layers \
-      --persistent-layers $layers --gradient-ring=device --device-updates=auto \
-      -o "$out/perf-$name-8kpsu.mtp"
     # At 32 sequences (four layer-major micro-batches) a saving layer keeps four micro-batches'
     # activations: as many layers save as an H100's memory leaves room for (mtc's auto for
     # the built-in H100 profile, so that the row runs on either card).
