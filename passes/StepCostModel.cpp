@@ -635,15 +635,12 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
                     pulled ? 2 * bytes / profile.memoryBytesPerSecond : bytes / d2h, previous);
         if (onDevice(item)) {
           // The state crosses in a piece at a time and back as each piece is updated, two
-          // pieces in flight, on the updater's own streams: the slower way, and a piece more.
-          // (Beside the step's copies it takes their share of PCIe, which the model leaves
-          // out: the step's own copies are few where every weight persists.)
-          // Of the time the step's crossings take, both ways one after the other, the device's
-          // updates take their parameters' share: measured on the H100 machine, the state
-          // crossed at 28 GB/s each way beside the step's own copies, where PCIe carries 55
-          // (3.82B: 1.9G parameters' state in 688 ms), and at 14 with the 32B layer shape's
-          // larger copies. Its bytes also pass through the host's memory (read going in,
-          // written coming back), which the host's AdamW shares: of the time the step's host
+          // pieces in flight, on the updater's own streams, and a piece more. Of the time the
+          // step's crossings take, both ways one after the other, the device's updates take
+          // their parameters' share: measured on the H100 machine, the state crossed at 28
+          // GB/s each way beside the step's own copies, where PCIe carries 55 (3.82B: 1.9G
+          // parameters' state in 688 ms). Its bytes also pass through the host's memory (read going
+          // in, written coming back), which the host's AdamW shares: of the time the step's host
           // bytes take at AdamW's pace, the device's updates take their share too.
           const double share = paramsOf(item) / static_cast<double>(deviceParams);
           double piece = std::min<double>(paramsOf(item), kUpdatePiece) * kDeviceUpdateBytes / h2d;
