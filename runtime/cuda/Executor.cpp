@@ -17,7 +17,6 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <set>
 
 namespace mt::cuda {
 
