@@ -516,8 +516,6 @@ private:
       pulledOptions.pullGradients = true;
       pulledOptions.deviceRoomBytes = std::max<int64_t>(budget - peak - kPullMargin, 0);
       pulled = estimateStep(module, profile, pulledOptions);
-      if (succeeded(pulled))
-        chosen = pulledOptions;
       if (failed(pulled))
         return failure();
       if (!pulled->pullGradients) {
@@ -551,6 +549,8 @@ private:
                       landed->predictedStepSeconds);
         pull = gradientRing == "device" ||
                (fits && pulled->predictedStepSeconds <= landed->predictedStepSeconds * kPullGain);
+        if (pull)
+          chosen = pulledOptions;
         why = (pull ? "in device memory, each update pulling its gradient: "
                     : "in host memory, where each gradient lands: ") +
               (gradientRing == "device" ? std::string("as asked (gradient-ring device); ") : "") +
@@ -560,8 +560,6 @@ private:
     }
     module->setAttr("mt.pull_gradients", b.getBoolAttr(pull));
     module->setAttr("mt.gradient_ring", b.getStringAttr(why));
-    if (!pull)
-      chosen = landedOptions;
     return pull ? pulled : landed;
   }
 

@@ -406,7 +406,7 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
            "Where the gradients' ring is: host (each gradient lands there), device (each "
            "update pulls its gradient from there into the CPU's cache) or auto">,
     Option<"deviceUpdates", "device-updates", "std::string", "\"0\"",
-           "The first layers (and the prologue) whose AdamW runs on the device: a count, or "
+           "Layers spread over the step (and the prologue) whose AdamW runs on the device: a count, or "
            "auto (the cost model's fastest count, where it predicts a step at least 2% faster); "
            "needs every weight persistent and gradient-ring=device">,
     Option<"lightenHost", "lighten-host", "bool", "false",

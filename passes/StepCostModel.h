@@ -50,11 +50,10 @@ struct ScheduleOptions {
   /// crosses once a step, after its update, its bf16 copy a piece at a time as the update
   /// writes it.
   int64_t persistentLayers = 0;
-  /// The first layers (and the prologue's parameters) whose AdamW runs on the device
-  /// (mt-run --device-updates), where every weight persists and the gradients are pulled
-  /// (elsewhere none): their low halves and moments cross in and back, kDeviceUpdateBytes a
-  /// parameter each way, and
-  /// the host's AdamW updates the rest.
+  /// Layers spread over the step (updatesLayerOnDevice) and the prologue's parameters whose
+  /// AdamW runs on the device (mt-run --device-updates), where every weight persists and the
+  /// gradients are pulled (elsewhere none): their low halves and moments cross in and back,
+  /// kDeviceUpdateBytes a parameter each way, and the host's AdamW updates the rest.
   int64_t deviceUpdateLayers = 0;
 };
 

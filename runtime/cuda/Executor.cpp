@@ -561,9 +561,8 @@ void Executor::startDeviceUpdates() {
   for (int p : order) {
     int64_t layer = plan.parameters(p).layer();
     prologue = prologue && layer < 0;
-    bool chosen = options.deviceUpdateLayers > 0 &&
-                  (prologue || (layer >= 0 && updatesLayerOnDevice(place.at(layer), place.size(),
-                                                                   options.deviceUpdateLayers)));
+    bool chosen = prologue || (layer >= 0 && updatesLayerOnDevice(place.at(layer), place.size(),
+                                                                  options.deviceUpdateLayers));
     if (chosen && persistentWeight(p) && gradientOnDevice(p))
       onDevice.push_back(p);
   }

@@ -101,7 +101,7 @@ public:
     else
       readGradient(p, count, update);
   }
-  /// Whether p's update runs on the device (BackendSettings::deviceUpdates, where p's gradient
+  /// Whether p's update runs on the device (BackendSettings::deviceUpdateLayers, where p's gradient
   /// and weight stay there): updateOnDevice then replaces the host's AdamW of p.
   virtual bool updatesOnDevice(int) const { return false; }
   /// Enqueues p's AdamW on the device with `constants` (`guarded` as adamwUpdate takes it) and
