@@ -580,7 +580,7 @@ private:
       options.deviceUpdateLayers = n;
       return estimateStep(module, profile, options);
     };
-    char numbers[160];
+    char numbers[256];
     if (!can) {
       const char *needs = "every weight persistent (persistent-layers at least the layer "
                           "count) and the gradients in a device ring (gradient-ring=device)";
@@ -604,22 +604,30 @@ private:
                       "updated on the device 2%% faster",
                       chosen.predictedStepSeconds);
       else
-        std::snprintf(numbers, sizeof numbers,
-                      "the cost model predicts %.3g s with %lld of %lld layers' "
-                      "updates on the device, %.3g s with none",
-                      best.predictedStepSeconds, static_cast<long long>(best.deviceUpdateLayers),
-                      static_cast<long long>(layers), chosen.predictedStepSeconds);
+        std::snprintf(
+            numbers, sizeof numbers,
+            "the cost model predicts %.3g s with %lld of %lld layers' "
+            "updates on the device (%s of their state resident there), %.3g s with "
+            "none",
+            best.predictedStepSeconds, static_cast<long long>(best.deviceUpdateLayers),
+            static_cast<long long>(layers),
+            formatBytes(static_cast<double>(best.deviceUpdateResidentParams) * kDeviceUpdateBytes)
+                .c_str(),
+            chosen.predictedStepSeconds);
       why = numbers;
     } else {
       FailureOr<StepEstimate> step = estimateWith(std::min(requestedUpdates, layers));
       if (failed(step))
         return failure();
       best = *step;
-      std::snprintf(numbers, sizeof numbers,
-                    "as asked (device-updates %lld): the cost model predicts %.3g s, %.3g s "
-                    "with none",
-                    static_cast<long long>(requestedUpdates), best.predictedStepSeconds,
-                    chosen.predictedStepSeconds);
+      std::snprintf(
+          numbers, sizeof numbers,
+          "as asked (device-updates %lld): the cost model predicts %.3g s (%s of "
+          "their state resident on the device), %.3g s with none",
+          static_cast<long long>(requestedUpdates), best.predictedStepSeconds,
+          formatBytes(static_cast<double>(best.deviceUpdateResidentParams) * kDeviceUpdateBytes)
+              .c_str(),
+          chosen.predictedStepSeconds);
       why = numbers;
     }
     module->setAttr("mt.device_update_layers", b.getI64IntegerAttr(best.deviceUpdateLayers));
@@ -646,6 +654,9 @@ private:
     module->setAttr("mt.accumulation", b.getStringAttr(mode));
     module->setAttr("mt.recompute_interval", b.getI64IntegerAttr(step->recomputeInterval));
     module->setAttr("mt.gradient_ring_layers", b.getI64IntegerAttr(step->gradientRingLayers));
+    // The room beside the plan's peak that the ring and the device's updates' resident state
+    // were placed in, for the summary's estimate.
+    module->setAttr("mt.device_room_bytes", b.getI64IntegerAttr(chosen.deviceRoomBytes));
     module->setAttr("mt.resident_layers", b.getI64IntegerAttr(step->residentLayers));
     module->setAttr("mt.persistent_layers", b.getI64IntegerAttr(step->persistentLayers));
     module->setAttr("mt.checkpoints_on_device", b.getBoolAttr(step->checkpointsOnDevice));

@@ -429,17 +429,42 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
   estimate.pullGradients = pulled;
   // Updates on the device: the prologue's and layers spread over the step, where every weight
   // persists and the gradients wait in a device ring. Their weights cross in no step (the device
-  // writes them) and their gradients not at all; their low halves and moments cross in and
-  // back instead (the high halves are the device's copy).
+  // writes them) and their gradients not at all. Their low halves and moments stay in device
+  // memory, as the runtime keeps them (in the read order, as many as the room beside the plan's
+  // peak and the ring holds, less kResidentMargin), or cross in and back (the high halves are
+  // the device's copy).
   estimate.deviceUpdateLayers = pulled && estimate.persistentLayers == L
                                     ? std::clamp<int64_t>(options.deviceUpdateLayers, 0, L)
                                     : 0;
-  int64_t deviceParams = estimate.deviceUpdateLayers > 0 ? prologueParams : 0;
+  const int64_t ringLayerBytes = std::max(maxLayerParams, edgeParams) * 4;
+  double residentRoom = static_cast<double>(options.deviceRoomBytes) -
+                        static_cast<double>(gradientRingBytes(
+                            std::max(options.gradientRingLayers, kLeastGradientRingLayers),
+                            ringLayerBytes, estimate.params * 4)) -
+                        static_cast<double>(kResidentMargin - kPullMargin);
+  // Per layer (and the prologue, last), the parameters updated on the device, and those of
+  // them whose state is resident.
+  std::vector<int64_t> deviceOf(L + 1, 0), residentOf(L + 1, 0);
+  auto placeOnDevice = [&](size_t item, int64_t params) {
+    deviceOf[item] = params;
+    residentOf[item] = static_cast<int64_t>(
+        std::clamp<double>(residentRoom / kDeviceUpdateBytes, 0, static_cast<double>(params)));
+    residentRoom -= static_cast<double>(residentOf[item]) * kDeviceUpdateBytes;
+  };
+  if (estimate.deviceUpdateLayers > 0)
+    placeOnDevice(L, prologueParams);
   for (int64_t i = 0; i < L; ++i)
     if (updatesLayerOnDevice(i, L, estimate.deviceUpdateLayers))
-      deviceParams += layers[i].params;
-  estimate.h2dBytesPerStep += deviceParams * (kDeviceUpdateBytes - stream);
-  estimate.d2hBytesPerStep += deviceParams * (kDeviceUpdateBytes - 4);
+      placeOnDevice(i, layers[i].params);
+  int64_t deviceParams = 0, residentParams = 0;
+  for (int64_t i = 0; i <= L; ++i) {
+    deviceParams += deviceOf[i];
+    residentParams += residentOf[i];
+  }
+  estimate.deviceUpdateResidentParams = residentParams;
+  const int64_t streamedParams = deviceParams - residentParams;
+  estimate.h2dBytesPerStep += streamedParams * kDeviceUpdateBytes - deviceParams * stream;
+  estimate.d2hBytesPerStep += streamedParams * kDeviceUpdateBytes - deviceParams * 4;
 
   // Device memory: the larger of the layer phase and the prologue/epilogue phase. Saving
   // layers' activations are all alive where the forward turns into the backward.
@@ -547,7 +572,6 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
     landings.push_back(n);
   if (prologueParams > 0)
     landings.push_back(kPrologue);
-  int64_t ringLayerBytes = std::max(maxLayerParams, edgeParams) * 4;
   auto simulate = [&](int64_t ring, std::vector<TimelineSlice> &timeline) {
     // Per landing, the landings whose ring bytes it overlaps: earlier ones of its step, later
     // ones of the step before.
@@ -634,22 +658,31 @@ FailureOr<StepEstimate> estimateStep(ModuleOp module, const DeviceProfile &profi
             sim.run("d2h", llvm::formatv("offload {0} gradients", what),
                     pulled ? 2 * bytes / profile.memoryBytesPerSecond : bytes / d2h, previous);
         if (onDevice(item)) {
-          // The state crosses in a piece at a time and back as each piece is updated, two
-          // pieces in flight, on the updater's own streams, and a piece more. Of the time the
-          // step's crossings take, both ways one after the other, the device's updates take
-          // their parameters' share: measured on the H100 machine, the state crossed at 28
-          // GB/s each way beside the step's own copies, where PCIe carries 55 (3.82B: 1.9G
-          // parameters' state in 688 ms). Its bytes also pass through the host's memory (read going
-          // in, written coming back), which the host's AdamW shares: of the time the step's host
-          // bytes take at AdamW's pace, the device's updates take their share too.
-          const double share = paramsOf(item) / static_cast<double>(deviceParams);
-          double piece = std::min<double>(paramsOf(item), kUpdatePiece) * kDeviceUpdateBytes / h2d;
-          double crossings = share * (static_cast<double>(estimate.h2dBytesPerStep) / h2d +
-                                      static_cast<double>(estimate.d2hBytesPerStep) / d2h);
-          double memory = share * stepBytes / (adamwBytes(1) * profile.hostAdamParamsPerSecond);
+          const size_t at = item == kPrologue ? L : item;
+          // The device's AdamW reads and writes the state, the gradient and the weight in
+          // device memory: 28 bytes a parameter.
+          const double kernel = deviceOf[at] * 28.0 / profile.memoryBytesPerSecond;
+          // Where it streams, the state crosses in a piece at a time and back as each piece
+          // is updated, two pieces in flight, on the updater's own streams, and a piece more.
+          // Of the time the step's crossings take, both ways one after the other, the streamed
+          // updates take their parameters' share: measured on the H100 machine, the state
+          // crossed at 28 GB/s each way beside the step's own copies, where PCIe carries 55
+          // (3.82B: 1.9G parameters' state in 688 ms). Its bytes also pass through the host's
+          // memory (read going in, written coming back), which the host's AdamW shares: of
+          // the time the step's host bytes take at AdamW's pace, they take their share too.
+          const double streamed = static_cast<double>(deviceOf[at] - residentOf[at]);
+          double crossing = 0;
+          if (streamed > 0) {
+            const double share = streamed / static_cast<double>(streamedParams);
+            double piece = std::min<double>(streamed, kUpdatePiece) * kDeviceUpdateBytes / h2d;
+            double crossings = share * (static_cast<double>(estimate.h2dBytesPerStep) / h2d +
+                                        static_cast<double>(estimate.d2hBytesPerStep) / d2h);
+            double memory = share * stepBytes / (adamwBytes(1) * profile.hostAdamParamsPerSecond);
+            crossing = std::max(crossings, memory) + piece;
+          }
           deviceEnds[s * stride + item] =
               sim.run("updates", llvm::formatv("device AdamW {0}", what),
-                      std::max(crossings, memory) + piece, grads);
+                      std::max(crossing, kernel), grads);
         } else {
           worker.land(s * stride + item, needOf(item), grads,
                       paramsOf(item) * adamwSeconds + pullWaitOf(item),

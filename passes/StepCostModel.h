@@ -52,8 +52,10 @@ struct ScheduleOptions {
   int64_t persistentLayers = 0;
   /// Layers spread over the step (updatesLayerOnDevice) and the prologue's parameters whose
   /// AdamW runs on the device (mt-run --device-updates), where every weight persists and the
-  /// gradients are pulled (elsewhere none): their low halves and moments cross in and back,
-  /// kDeviceUpdateBytes a parameter each way, and the host's AdamW updates the rest.
+  /// gradients are pulled (elsewhere none): their low halves and moments stay in device
+  /// memory where the room beside the plan's peak and the ring holds them (mt-run's
+  /// default), else cross in and back, kDeviceUpdateBytes a parameter each way; the host's
+  /// AdamW updates the rest.
   int64_t deviceUpdateLayers = 0;
 };
 
@@ -91,8 +93,9 @@ struct StepEstimate {
   std::string accumulation;
   bool checkpointsOnDevice = false;
   int64_t residentLayers = 0, persistentLayers = 0;
-  /// ScheduleOptions::deviceUpdateLayers where the step can update on the device, else 0.
-  int64_t deviceUpdateLayers = 0;
+  /// ScheduleOptions::deviceUpdateLayers where the step can update on the device, else 0,
+  /// and of the parameters updated there, those whose state stays in device memory.
+  int64_t deviceUpdateLayers = 0, deviceUpdateResidentParams = 0;
   /// Layers that keep their activations for the backward (mt-autodiff's saved-layers), and
   /// those activations' device memory.
   int64_t savedLayers = 0, savedBytes = 0;

@@ -46,6 +46,9 @@ constexpr int64_t kSendPiece = int64_t{1} << 22;
 /// workspace, for engines asking more than the plan's scratch, comes from it (mt-fit-step
 /// leaves it out of the ring's room too).
 constexpr int64_t kPullMargin = int64_t{1} << 30;
+/// The device memory the device's updates leave free when they keep their state resident:
+/// cuDNN's margin, and as much again for what CUDA's libraries allocate once steps run.
+constexpr int64_t kResidentMargin = 2 * kPullMargin;
 
 /// Updates on the device (mt-run --device-updates): the elements of a parameter's state that
 /// cross at once, two pieces in flight, and the bytes an element that cross each way: its

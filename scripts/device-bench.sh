@@ -27,9 +27,9 @@ steps=${BENCH_STEPS:-5}
 # -8s: every layer keeps the activations its backward reads (mtc --saved-layers), -8kps with -8kp;
 # -32s: the last layers keep them (mtc's auto: as many as an H100 holds); -8kpu: -8kp with the
 # AdamW of a quarter of the layers (spread over the step) and the embedding on the device
-# (mt-run --device-updates=N; mtc's auto picks none on the H100 and H200 profiles, as measured
-# on the H100 in session 47, docs/PERFORMANCE.md); -8kpa every weight's, the CPU idle but for
-# the epilogue's: traced, the updater's crossing rate alone.
+# (mt-run --device-updates=N), their state resident in device memory; -8kpsu: -8kps with 12
+# layers' there; -8kpa every weight's, the CPU idle but for the epilogue's; -8kpax the same,
+# streamed (--device-update-state=streamed): the updater's crossing rate alone.
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8p perf-3.8b-8p 4b 8 -"
@@ -40,7 +40,9 @@ rows=(
   "3.8b-8s perf-3.8b-8s 4b 8 -"
   "3.8b-8kps perf-3.8b-8kps 4b 8 -"
   "3.8b-8kpu perf-3.8b-8kp 4b 8 - --device-updates=8"
+  "3.8b-8kpsu perf-3.8b-8kps 4b 8 - --device-updates=12"
   "3.8b-8kpa perf-3.8b-8kp 4b 8 - --device-updates"
+  "3.8b-8kpax perf-3.8b-8kp 4b 8 - --device-updates --device-update-state=streamed"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
   "3.8b-32s perf-3.8b-32s 4b 32 -"
   "32bl-8 perf-32bl-8 32bl 8 gpu"

@@ -493,40 +493,49 @@ PY
 part llama-1b-persistent persistent_same_losses
 
 # Updates on the device (mt-run --device-updates): the persistent weights' AdamW runs on the
-# device from their gradients in the device's ring, their state crossing in and back: every
-# weight's, and (=8) the first 8 layers' and the embedding's with the host updating the rest.
+# device from their gradients in the device's ring, their state resident in device memory:
+# every weight's, (=8) 8 layers' and the embedding's with the host updating the rest, and
+# every weight's with the state crossing in and back at each update (streamed).
 # The device does the host's fp32 operations in its order: the same losses, and saved, the
 # same weights bit for bit, as the same plan updated on the host; the norms within 1e-6 (the
 # host sums a pulled gradient's squares by its pulled chunks). Checkpointed and resumed, the
 # run ends with the uninterrupted run's weights and losses.
 device_updates_same_bits() {
-  for where in host device device=8; do
+  for where in host device device=8 streamed; do
     $run $plans/llama-1b-persistent-device.mtp --init random --data $plans/llama-1b.tokens \
       --steps 6 --lr 3e-4 --warmup 4 --backend=cuda --attention=cudnn-deterministic \
       $([[ $where == device* ]] && echo --${where/device/device-updates}) \
+      $([[ $where == streamed ]] && echo --device-updates --device-update-state=streamed) \
       --metrics "$out/llama-1b-updates-$where.jsonl" \
       --save-weights "$out/llama-1b-updates-$where.safetensors" >"$out/updates-$where.txt" ||
       return 1
   done
-  grep '^updates' "$out/updates-device.txt" "$out/updates-device=8.txt" &&
-    grep -q 'updated on the device' "$out/updates-device.txt" &&
-    grep -q 'updated on the device' "$out/updates-device=8.txt" &&
+  grep '^updates' "$out/updates-device.txt" "$out/updates-device=8.txt" \
+    "$out/updates-streamed.txt" &&
+    grep -q 'the state of 100.0% of theirs resident' "$out/updates-device.txt" &&
+    grep -q 'the state of 100.0% of theirs resident' "$out/updates-device=8.txt" &&
+    grep -q 'the state of 0.0% of theirs resident' "$out/updates-streamed.txt" &&
     ! grep -q '^updates' "$out/updates-host.txt" &&
     cmp "$out/llama-1b-updates-host.safetensors" "$out/llama-1b-updates-device.safetensors" &&
     cmp "$out/llama-1b-updates-host.safetensors" "$out/llama-1b-updates-device=8.safetensors" &&
+    cmp "$out/llama-1b-updates-host.safetensors" "$out/llama-1b-updates-streamed.safetensors" &&
     python3 - "$out/llama-1b-updates-host.jsonl" "$out/llama-1b-updates-device.jsonl" \
-      "$out/llama-1b-updates-device=8.jsonl" <<'PY'
+      "$out/llama-1b-updates-device=8.jsonl" "$out/llama-1b-updates-streamed.jsonl" <<'PY'
 import json, sys
 runs = [[json.loads(line) for line in open(path)] for path in sys.argv[1:]]
-assert [len(run) for run in runs] == [6, 6, 6]
+assert [len(run) for run in runs] == [6, 6, 6, 6]
 for run in runs[1:]:
     for a, b in zip(runs[0], run):
         assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])
         assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-6 * a["grad_norm"], (a, b)
-    assert all(r["device_update_gbps"] > 0 for r in run[1:]), run
-print("6 steps, the same losses and weights updated on the host, on the device, and split; "
-      "step ms", *[[round(r["ms"]) for r in run] for run in runs], "; the device's updates "
-      "moved GB/s", *[[round(r["device_update_gbps"], 1) for r in run] for run in runs[1:]])
+# Resident state crosses in with the first step's updates and not again; streamed, every step.
+for run in runs[1:3]:
+    assert all(r["device_update_gbps"] == 0 for r in run[2:]), run
+assert all(r["device_update_gbps"] > 0 for r in runs[3][1:]), runs[3]
+print("6 steps, the same losses and weights updated on the host, on the device (resident), "
+      "split and streamed; step ms", *[[round(r["ms"]) for r in run] for run in runs],
+      "; the device's updates moved GB/s", *[[round(r["device_update_gbps"], 1) for r in run]
+                                             for run in runs[1:]])
 PY
 }
 part llama-1b-device-updates device_updates_same_bits

@@ -77,6 +77,7 @@ public:
     options.gradientRing = settings.gradientsConsumedOnLanding;
     options.attention = settings.attention;
     options.deviceUpdateLayers = settings.deviceUpdateLayers;
+    options.residentUpdateState = settings.residentUpdateState;
     executor = std::make_unique<cuda::Executor>(plan, state, options);
     // This rank updates its shards, from gradients the device averaged, as the updates
     // overlap the device; the loss and the norm over the ranks are the host's only
@@ -258,11 +259,14 @@ void DeviceBackend::printStartup(int64_t parameters) const {
         ++updated;
         elements += state.parameters[p].count;
       }
+    const int64_t resident = executor->residentUpdateElements();
     std::printf(
         "updates     | %d parameters (%.1f%% of the elements: the embedding's and "
-        "layers spread over the step) updated on the device: their state crosses in and back, "
-        "%.1f MiB of device memory beside the plan's\n",
+        "layers spread over the step) updated on the device: the state of %.1f%% of theirs "
+        "resident there, the rest crossing in and back, %.1f MiB of device memory beside the "
+        "plan's\n",
         updated, 100.0 * static_cast<double>(elements) / static_cast<double>(parameters),
+        100.0 * static_cast<double>(resident) / static_cast<double>(elements),
         memory.updates / 1048576.0);
   } else if (!executor->updatesOnHost().empty()) {
     std::printf("updates     | on the host, though the device was asked for (--device-updates, "

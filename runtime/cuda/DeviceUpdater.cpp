@@ -1,5 +1,6 @@
-// AdamW on the device: the low halves' and moments' pieces cross in, are updated by the host's
-// operations beside the weight's device copy, and cross back, two pieces in flight.
+// AdamW on the device: the low halves and moments, resident in device memory or crossing in and
+// back a piece at a time (two in flight), updated by the host's operations beside the weight's
+// device copy.
 #include "runtime/cuda/DeviceUpdater.h"
 
 #include "runtime/AdamW.h"
@@ -19,7 +20,29 @@ int64_t chunksOf(int64_t count) { return (count + kAdamWNormChunk - 1) / kAdamWN
 /// Elements a piece: kUpdatePiece, or the largest parameter's count, rounded up to 64 so that
 /// every array of the staging buffers (2- and 4-byte elements) starts 128-byte aligned.
 int64_t pieceFor(int64_t largest) { return (std::min(kUpdatePiece, largest) + 63) / 64 * 64; }
+/// A resident parameter's elements as laid out: each array 128-byte aligned, as a piece's.
+int64_t residentSpan(int64_t count) { return (count + 63) / 64 * 64; }
 } // namespace
+
+DeviceUpdater::StateParts::StateParts(const ParameterState &parameter, char *base, int64_t span,
+                                      int64_t first) {
+  auto *low = reinterpret_cast<uint16_t *>(base);
+  auto *m = reinterpret_cast<float *>(low + span);
+  parts[0] = {low, parameter.masterLow + first, 2};
+  parts[1] = {m, parameter.firstMoment + first, 4};
+  parts[2] = {m + span, parameter.secondMoment + first, 4};
+}
+
+void DeviceUpdater::StateParts::cross(const PinnedMemory &pinned, int64_t n, cudaMemcpyKind kind,
+                                      cudaStream_t stream) const {
+  for (const Part &part : parts)
+    pinned.copy(part.device, part.host, n * part.width, kind, stream);
+}
+
+DeviceUpdater::StateParts DeviceUpdater::residentParts(int p) const {
+  const ParameterState &parameter = state.parameters[p];
+  return StateParts(parameter, residentState[p].data(), residentSpan(parameter.count), 0);
+}
 
 void DeviceUpdater::FreePinned::operator()(double *host) const { cudaFreeHost(host); }
 
@@ -34,8 +57,9 @@ int64_t DeviceUpdater::deviceBytesFor(const HostState &state, const std::vector<
 }
 
 DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &parameters,
-                             const PinnedMemory &pinned)
-    : state(state), pinned(pinned), at(state.parameters.size(), -1) {
+                             const PinnedMemory &pinned, int64_t residentBytes)
+    : state(state), pinned(pinned), at(state.parameters.size(), -1),
+      residentState(state.parameters.size()), loaded(state.parameters.size(), false) {
   int64_t chunks = 0, largest = 0;
   for (int p : parameters) {
     const ParameterState &parameter = state.parameters.at(p);
@@ -44,12 +68,23 @@ DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &par
       throw std::logic_error("the device updates whole split masters only");
     at[p] = chunks;
     chunks += chunksOf(parameter.count);
-    largest = std::max(largest, parameter.count);
+    const int64_t stateBytes = residentSpan(parameter.count) * kDeviceUpdateBytes;
+    if (stateBytes <= residentBytes) {
+      residentState[p] = DeviceAllocation::create(stateBytes);
+      residentBytes -= stateBytes;
+      bytes += stateBytes;
+      residentCount += parameter.count;
+    } else {
+      largest = std::max(largest, parameter.count);
+    }
   }
-  piece = pieceFor(largest);
-  bytes = deviceBytesFor(state, parameters);
+  bytes += chunks * static_cast<int64_t>(sizeof(double));
   squaresOnDevice = DeviceAllocation::create(chunks * sizeof(double));
-  staging = DeviceAllocation::create(2 * piece * kDeviceUpdateBytes);
+  if (largest > 0) { // a parameter streams
+    piece = pieceFor(largest);
+    bytes += 2 * piece * kDeviceUpdateBytes;
+    staging = DeviceAllocation::create(2 * piece * kDeviceUpdateBytes);
+  }
   double *host = nullptr;
   MT_CUDA_CHECK(cudaMallocHost(&host, std::max<int64_t>(chunks, 1) * sizeof(double)));
   squaresOnHost.reset(host);
@@ -87,32 +122,38 @@ void DeviceUpdater::update(int p, const float *gradient, const AdamWConstants &c
     MT_CUDA_CHECK(cudaEventRecord(span.start, streams[0]));
     MT_CUDA_CHECK(cudaStreamWaitEvent(streams[1], span.start));
   }
-  int64_t index = 0;
-  for (int64_t first = 0; first < parameter.count; first += piece, ++index) {
-    const int64_t n = std::min(piece, parameter.count - first);
-    cudaStream_t stream = streams[index % 2];
-    // This stream's buffer: the piece it carried two pieces ago has crossed back before
-    // anything queued after it on the same stream runs.
-    char *base = staging.data() + (index % 2) * piece * kDeviceUpdateBytes;
-    auto *low = reinterpret_cast<uint16_t *>(base);
-    auto *m = reinterpret_cast<float *>(low + piece);
-    auto *v = m + piece;
+  // Elements [first, first + n) from their state's device arrays, into every device copy.
+  auto updateElements = [&](const StateParts &parts, int64_t first, int64_t n,
+                            cudaStream_t stream) {
     uint16_t *high = targets.front() + first;
-    struct Part {
-      void *device, *host;
-      int64_t width;
-    } parts[3] = {{low, parameter.masterLow + first, 2},
-                  {m, parameter.firstMoment + first, 4},
-                  {v, parameter.secondMoment + first, 4}};
-    for (const Part &part : parts)
-      pinned.copy(part.device, part.host, n * part.width, cudaMemcpyHostToDevice, stream);
-    launchAdamW(constants, high, low, m, v, gradient, squares, first, n, guarded, stream);
+    launchAdamW(constants, high, parts.low(), parts.m(), parts.v(), gradient, squares, first, n,
+                guarded, stream);
     for (size_t t = 1; t < targets.size(); ++t)
       MT_CUDA_CHECK(cudaMemcpyAsync(targets[t] + first, high, n * sizeof(uint16_t),
                                     cudaMemcpyDeviceToDevice, stream));
-    for (const Part &part : parts)
-      pinned.copy(part.device, part.host, n * part.width, cudaMemcpyDeviceToHost, stream);
-    movedBytes += 2 * n * kDeviceUpdateBytes;
+  };
+  if (resident(p)) { // the whole parameter at once, on the first stream
+    StateParts parts = residentParts(p);
+    if (!loaded[p]) { // its state as the host holds it before the first update
+      parts.cross(pinned, parameter.count, cudaMemcpyHostToDevice, streams[0]);
+      movedBytes += parameter.count * kDeviceUpdateBytes;
+      loaded[p] = true;
+    }
+    updateElements(parts, 0, parameter.count, streams[0]);
+  } else {
+    int64_t index = 0;
+    for (int64_t first = 0; first < parameter.count; first += piece, ++index) {
+      const int64_t n = std::min(piece, parameter.count - first);
+      cudaStream_t stream = streams[index % 2];
+      // This stream's buffer: the piece it carried two pieces ago has crossed back before
+      // anything queued after it on the same stream runs.
+      StateParts parts(parameter, staging.data() + (index % 2) * piece * kDeviceUpdateBytes, piece,
+                       first);
+      parts.cross(pinned, n, cudaMemcpyHostToDevice, stream);
+      updateElements(parts, first, n, stream);
+      parts.cross(pinned, n, cudaMemcpyDeviceToHost, stream);
+      movedBytes += 2 * n * kDeviceUpdateBytes;
+    }
   }
   // Both streams' pieces are in by `done`.
   MT_CUDA_CHECK(cudaEventRecord(joined, streams[1]));
@@ -140,6 +181,10 @@ void DeviceUpdater::settle() {
     pinned.copy(const_cast<uint16_t *>(copy), parameter.streamCopy,
                 parameter.count * sizeof(uint16_t), cudaMemcpyDeviceToHost, streams[0]);
     movedBytes += parameter.count * static_cast<int64_t>(sizeof(uint16_t));
+    if (resident(p)) {
+      residentParts(p).cross(pinned, parameter.count, cudaMemcpyDeviceToHost, streams[0]);
+      movedBytes += parameter.count * kDeviceUpdateBytes;
+    }
   }
   unsettled.clear();
   wait();

@@ -1,6 +1,7 @@
 // AdamW on the device for weights kept there across steps, from gradients that wait in device
-// memory: the low halves and moments cross in a piece at a time, are updated beside the
-// gradient and the weight's device copy (the high halves), and cross back.
+// memory: the low halves and moments stay in device memory where it holds them, or cross in a
+// piece at a time, are updated beside the gradient and the weight's device copy (the high
+// halves), and cross back.
 #ifndef MT_RUNTIME_CUDA_DEVICEUPDATER_H
 #define MT_RUNTIME_CUDA_DEVICEUPDATER_H
 
@@ -23,18 +24,26 @@ class PinnedMemory;
 class DeviceUpdater {
 public:
   /// Updates `parameters` (plan parameter ids) of `state`, whose split masters and moments
-  /// lie in `pinned`'s registrations (the caller's, kept while the updater is).
+  /// lie in `pinned`'s registrations (the caller's, kept while the updater is). Those whose
+  /// low halves and moments fit in `residentBytes` of device memory, taken in the order given,
+  /// keep them there (resident): they cross in at the parameter's first update and back only
+  /// when settled, so its updates cross nothing. The others cross in and back every update.
   DeviceUpdater(const HostState &state, const std::vector<int> &parameters,
-                const PinnedMemory &pinned);
+                const PinnedMemory &pinned, int64_t residentBytes = 0);
   ~DeviceUpdater();
   DeviceUpdater(const DeviceUpdater &) = delete;
   DeviceUpdater &operator=(const DeviceUpdater &) = delete;
 
-  /// The device memory an updater of `parameters` holds: two pieces of state in flight (low
-  /// halves and moments, 10 bytes an element) and a double for each gradient chunk's squares.
+  /// The least device memory an updater of `parameters` holds, none of them resident: two
+  /// pieces of state in flight (low halves and moments, 10 bytes an element) and a double for
+  /// each gradient chunk's squares.
   static int64_t deviceBytesFor(const HostState &state, const std::vector<int> &parameters);
 
   bool updates(int p) const { return p >= 0 && p < static_cast<int>(at.size()) && at[p] >= 0; }
+  /// Whether p's low halves and moments stay in device memory between settles.
+  bool resident(int p) const { return updates(p) && residentState[p].data(); }
+  /// How many of its parameters' elements are resident.
+  int64_t residentElements() const { return residentCount; }
   /// The device memory it holds.
   int64_t deviceBytes() const { return bytes; }
 
@@ -48,15 +57,17 @@ public:
   /// `done`) and the chunk squares measured. The high halves are the weight's device copies
   /// (`targets`, each the whole weight, holding the host's high halves as of p's last
   /// update): the update reads and writes the first, and the others take its pieces. The low
-  /// halves and moments cross in and back a piece at a time. The host's high halves of p are
-  /// brought up to date only by settle: 10 bytes a parameter cross each way, not 12. Records
+  /// halves and moments cross in and back a piece at a time, unless resident. The host's high
+  /// halves of p (and a resident p's low halves and moments) are brought up to date only by
+  /// settle: 10 bytes a parameter cross each way, not 12, and a resident one's none. Records
   /// `done` once the moments, low halves and targets hold the update. From one thread at a
   /// time; returns without waiting.
   void update(int p, const float *gradient, const AdamWConstants &constants, bool guarded,
               const std::vector<uint16_t *> &targets, cudaEvent_t done);
   /// Brings the high halves of the parameters updated since the last settle from their device
-  /// copies into the host state, and blocks until every update enqueued and those copies have
-  /// reached it: before the state is read (a checkpoint, the run's end). Not during updates.
+  /// copies into the host state, and resident ones' low halves and moments, and blocks until
+  /// every update enqueued and those copies have reached it: before the state is read (a
+  /// checkpoint, the run's end). Not during updates.
   void settle();
   /// Blocks until what was enqueued has run, bringing no high halves (after a failure).
   void wait();
@@ -74,12 +85,38 @@ public:
   int64_t bytesMoved() const { return movedBytes.load(); }
 
 private:
+  /// Where a run of a parameter's low halves and moments lies on the device (three arrays
+  /// from `base`, `span` elements apart) and in the host state (from element `first`).
+  class StateParts {
+  public:
+    StateParts(const ParameterState &parameter, char *base, int64_t span, int64_t first);
+    /// Copies n elements of each array between the device and the host state.
+    void cross(const PinnedMemory &pinned, int64_t n, cudaMemcpyKind kind,
+               cudaStream_t stream) const;
+    uint16_t *low() const { return static_cast<uint16_t *>(parts[0].device); }
+    float *m() const { return static_cast<float *>(parts[1].device); }
+    float *v() const { return static_cast<float *>(parts[2].device); }
+
+  private:
+    struct Part {
+      void *device, *host;
+      int64_t width;
+    } parts[3];
+  };
+  /// A resident parameter's whole state.
+  StateParts residentParts(int p) const;
+
   const HostState &state;
   const PinnedMemory &pinned;
   std::vector<int64_t> at; // per plan parameter: its first chunk's squares, or -1
   int64_t piece = 0;       // elements a piece (pieceFor: at most kUpdatePiece)
   int64_t bytes = 0;
   DeviceAllocation squaresOnDevice, staging;
+  /// Per plan parameter, its resident low halves and moments (none where it streams), and
+  /// whether they have crossed in yet.
+  std::vector<DeviceAllocation> residentState;
+  std::vector<bool> loaded;
+  int64_t residentCount = 0;
   struct FreePinned {
     void operator()(double *host) const;
   };

@@ -591,7 +591,9 @@ void Executor::startDeviceUpdates() {
     updatesOnHostWhy = why;
     return;
   }
-  updater = std::make_unique<DeviceUpdater>(state, onDevice, *pinned);
+  const int64_t residentBytes =
+      options.residentUpdateState ? static_cast<int64_t>(freeBytes) - kResidentMargin - needed : 0;
+  updater = std::make_unique<DeviceUpdater>(state, onDevice, *pinned, residentBytes);
   deviceMemory.updates = updater->deviceBytes();
   if (options.timeCommands)
     updater->timeUpdates();

@@ -70,6 +70,10 @@ struct ExecutorOptions {
   /// (updatesLayerOnDevice), and the parameters read before any block (0: none): the device's
   /// updates then run beside the host's from the backward's first landings.
   int deviceUpdateLayers = 0;
+  /// Those updates keep their low halves and moments in device memory where it holds them
+  /// (in the read order, leaving kResidentMargin free): nothing crosses for them until
+  /// settled. Off: every update's state crosses in and back.
+  bool residentUpdateState = true;
 };
 
 /// One command as it ran: its stream, and start/end in ms from the step's start.
@@ -190,6 +194,8 @@ public:
   /// The device's updates enqueued since the last step began, with timeCommands (waits for
   /// them to end).
   std::vector<UpdateTiming> deviceUpdateTimings();
+  /// How many of the elements the device updates keep their state there between settles.
+  int64_t residentUpdateElements() const { return updater ? updater->residentElements() : 0; }
   /// The bytes the device's updates moved across PCIe so far, both ways.
   int64_t updateBytesMoved() const { return updater ? updater->bytesMoved() : 0; }
   /// Whether the plan keeps parameter p's weights on the device across steps.

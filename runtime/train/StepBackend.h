@@ -56,6 +56,10 @@ struct BackendSettings {
   /// `deviceUpdateLayers` layers spread over the step, and the parameters it reads before any
   /// layer (0: none).
   int deviceUpdateLayers = 0;
+  /// cuda: those updates keep their low halves and moments in device memory where it holds
+  /// them, crossing nothing until settled (mt-run --device-update-state=resident), or cross
+  /// in and back every step (streamed).
+  bool residentUpdateState = true;
 };
 
 /// One update the trainer's worker ran, on the host's steady clock: a trace shows it beside

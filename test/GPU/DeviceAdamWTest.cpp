@@ -1,7 +1,8 @@
 // GPU test of updates on the device (runtime/cuda/DeviceUpdater, kernels/AdamW.cu): each
 // gradient's chunk squares and each update of split masters and moments, over several pieces,
 // a partial chunk, a clip scale and a chunk that holds a NaN, give the host's adamwUpdate bits,
-// in the weight's two device copies and, once settled, in the host state.
+// in the weight's two device copies and, once settled, in the host state: streamed, and with
+// state resident in device memory across updates that are not settled.
 #include "runtime/cuda/DeviceUpdater.h"
 
 #include "runtime/AdamW.h"
@@ -80,8 +81,10 @@ int main() {
   int failures = 0, compared = 0;
   uint64_t draw = 12345;
   // One update of p at `step` by `through`, against the reference's: squares, device copies,
-  // the host's high halves unchanged until the settle, then every half and moment.
-  auto check = [&](mt::cuda::DeviceUpdater &through, int p, int64_t step, float clip) {
+  // the host's high halves (and a resident p's whole state) unchanged until the settle, then
+  // every half and moment. Unless `settle`, the update is left unsettled, checked by the next.
+  auto check = [&](mt::cuda::DeviceUpdater &through, int p, int64_t step, float clip,
+                   bool settle = true) {
     const int64_t count = state.parameters[p].count;
     std::vector<float> gradient(count);
     for (float &g : gradient) {
@@ -99,18 +102,33 @@ int main() {
     const double lr = 1e-3 / static_cast<double>(step);
     mt::AdamWConstants constants(plan.optimizer(), lr, 0.1, step, clip, 0.0f);
     const double squares = through.squares(p);
-    std::vector<uint16_t> before(state.parameters[p].streamCopy,
-                                 state.parameters[p].streamCopy + count);
+    const mt::ParameterState &got = state.parameters[p];
+    std::vector<uint16_t> before(got.streamCopy, got.streamCopy + count),
+        lowBefore(got.masterLow, got.masterLow + count);
+    std::vector<float> mBefore(got.firstMoment, got.firstMoment + count);
     through.update(p, onDevice, constants, /*guarded=*/true, copies[p], done);
-    // The host's high halves lag until settled: they still hold the last settle's.
+    // The host's high halves lag until settled: they still hold the last settle's, and so do a
+    // resident parameter's low halves and moments.
     MT_CUDA_CHECK(cudaEventSynchronize(done));
-    const bool lagging = sameBits(before.data(), state.parameters[p].streamCopy, count);
-    through.settle();
+    const bool lagging =
+        sameBits(before.data(), got.streamCopy, count) &&
+        (!through.resident(p) || (sameBits(lowBefore.data(), got.masterLow, count) &&
+                                  sameBits(mBefore.data(), got.firstMoment, count)));
     mt::ParameterState &expected = reference.parameters[p];
     const double expectedSquares =
         mt::adamwUpdate(expected.weightsAt(0), expected.firstMoment, expected.secondMoment,
                         gradient.data(), count, constants, /*guarded=*/true);
-    const mt::ParameterState &got = state.parameters[p];
+    MT_CUDA_CHECK(cudaFree(onDevice));
+    ++compared;
+    if (!settle) {
+      if (!lagging) {
+        std::printf("FAIL: step %lld, w%d: the host state changed before settling\n",
+                    static_cast<long long>(step), p);
+        ++failures;
+      }
+      return;
+    }
+    through.settle();
     bool copiesMatch = true;
     for (uint16_t *copy : copies[p]) {
       std::vector<uint16_t> copied(count);
@@ -132,8 +150,6 @@ int main() {
                   copiesMatch ? "match" : "differ", lagging ? "unchanged" : "changed");
       ++failures;
     }
-    ++compared;
-    MT_CUDA_CHECK(cudaFree(onDevice));
   };
   // Step 3 clips (the gradient times 0.5); in step 2 a NaN sits in w0's second piece.
   for (int64_t step = 1; step <= 3; ++step)
@@ -149,6 +165,28 @@ int main() {
               "device copies bit for bit, the host's high halves from the settle%s\n",
               compared, failures ? "" : ", every one");
   std::printf("moved %.1f MB across PCIe\n", updater.bytesMoved() / 1e6);
+
+  // Resident state: room for w1's and w2's (70000 and 3 elements, each rounded up to 64, 10
+  // bytes an element) but not w0's, which streams beside them. Each takes two updates between
+  // settles, so the second starts from the device's state, not the host's.
+  const int64_t room = (70016 + 64) * mt::kDeviceUpdateBytes;
+  mt::cuda::DeviceUpdater mixed(state, parameters, pinned, room);
+  const bool split = !mixed.resident(0) && mixed.resident(1) && mixed.resident(2) &&
+                     mixed.residentElements() == 70003 && mixed.deviceBytes() > room;
+  if (!split) {
+    std::printf("FAIL: resident w0 %d, w1 %d, w2 %d, %lld elements\n", mixed.resident(0),
+                mixed.resident(1), mixed.resident(2),
+                static_cast<long long>(mixed.residentElements()));
+    ++failures;
+  }
+  const int before = failures, checkedBefore = compared;
+  for (int64_t step = 5; step <= 8; ++step)
+    for (int p : parameters)
+      check(mixed, p, step, step == 7 ? 0.5f : 1.0f, /*settle=*/step % 2 == 0);
+  const int64_t moved = mixed.bytesMoved();
+  std::printf("resident: %d updates, w1 and w2 resident, w0 streamed, settled every second "
+              "step: the host's bits%s; %.1f MB across PCIe\n",
+              compared - checkedBefore, failures == before ? ", every one" : "", moved / 1e6);
   for (auto &weight : copies)
     for (uint16_t *copy : weight)
       MT_CUDA_CHECK(cudaFree(copy));

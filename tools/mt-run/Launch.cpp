@@ -69,6 +69,7 @@ std::unique_ptr<StepBackend> startBackend(const BackendKind &kind, const Options
   settings.deviceUpdateLayers = options.deviceUpdateLayers >= 0
                                     ? options.deviceUpdateLayers
                                     : static_cast<int>(plan.device_update_layers());
+  settings.residentUpdateState = options.residentUpdateState;
   settings.interleave = options.checkSchedule;
   settings.seed = options.seed;
   settings.ignoredEvent = options.ignoredEvent;

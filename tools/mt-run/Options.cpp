@@ -50,14 +50,20 @@ const char *const kUsage = R"(usage: mt-run PLAN [options]
                             own: mt's kernels
   --device-updates[=N]      cuda: AdamW of the weights the plan keeps on the device across
                             steps (mtc --persistent-layers) runs on the device, from gradients
-                            that wait there (mtc --gradient-ring=device): their low halves and
-                            moments cross in and back, 20 bytes a parameter through the host's
-                            memory where the host's AdamW, the gradient and the weight move 34;
-                            the same bits as the host's AdamW. =N: those of N layers spread
-                            over the step and the embedding (the device's updates then run
-                            beside the host's from the backward's first landings), the host
-                            updating the rest; =0: none. Default: the
-                            plan's count (mtc --device-updates)
+                            that wait there (mtc --gradient-ring=device), the same bits as the
+                            host's AdamW: their low halves and moments stay in device memory
+                            where it holds them (see --device-update-state), else cross in and
+                            back, 20 bytes a parameter through the host's memory where the
+                            host's AdamW, the gradient and the weight move 34. =N: those of N
+                            layers spread over the step and the embedding (the device's updates
+                            then run beside the host's from the backward's first landings), the
+                            host updating the rest; =0: none. Default: the plan's count (mtc
+                            --device-updates)
+  --device-update-state resident|streamed
+                            cuda: resident (the default): the device's updates keep their low
+                            halves and moments in device memory, as many as fit leaving 2 GiB
+                            free, crossing them only for checkpoints and the run's end;
+                            streamed: they cross in and back at every update
   --trace OUT.json          cuda: the last step's measured streams, in the trace-event format
                             of mtc --emit=timeline
   --profile                 time every kernel: each step's time by op family (products,
@@ -201,7 +207,12 @@ Options parseOptions(int argc, char **argv) {
               ? std::numeric_limits<int>::max()
               : static_cast<int>(
                     std::min<int64_t>(countOf(arg, value, 0), std::numeric_limits<int>::max()));
-    else if (arg == "--attention") {
+    else if (arg == "--device-update-state") {
+      std::string where = take();
+      if (where != "resident" && where != "streamed")
+        throw UsageError("--device-update-state takes resident or streamed, not '" + where + "'");
+      options.residentUpdateState = where == "resident";
+    } else if (arg == "--attention") {
       std::string kernels = take();
       if (kernels != "cudnn" && kernels != "cudnn-deterministic" && kernels != "cudnn-forward" &&
           kernels != "own")

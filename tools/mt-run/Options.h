@@ -34,6 +34,8 @@ struct Options {
   /// --device-updates[=N]: the persistent weights' AdamW on the device, of N layers spread
   /// over the step (and what it reads before them); 0: none; -1 (not given): the plan's.
   int deviceUpdateLayers = -1;
+  /// --device-update-state: resident (true) or streamed.
+  bool residentUpdateState = true;
   std::string trace;
   /// --profile-into: the device profile (JSON) that the last step's kernel rates go into.
   std::string profileInto;

@@ -73,6 +73,8 @@ FailureOr<StepEstimate> estimate(ModuleOp module) {
     options.gradientRingLayers = ring.getInt();
   auto pull = module->getAttrOfType<BoolAttr>("mt.pull_gradients");
   options.pullGradients = pull && pull.getValue();
+  if (auto room = module->getAttrOfType<IntegerAttr>("mt.device_room_bytes"))
+    options.deviceRoomBytes = room.getInt();
   if (auto resident = module->getAttrOfType<IntegerAttr>("mt.resident_layers"))
     options.residentLayers = resident.getInt();
   if (auto persistent = module->getAttrOfType<IntegerAttr>("mt.persistent_layers"))
