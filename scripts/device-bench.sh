@@ -25,11 +25,11 @@ steps=${BENCH_STEPS:-5}
 # they fit on the GPU. -8p: the gradients pulled from a device ring (mtc --gradient-ring=device);
 # -8k: every weight persistent on the device across steps (mtc --persistent-layers), -8kp both;
 # -8s: every layer keeps the activations its backward reads (mtc --saved-layers), -8kps with -8kp;
-# -32s: the last layers keep them (mtc's auto: as many as an H100 holds); -8kpu: -8kp with the
-# AdamW of a quarter of the layers (spread over the step) and the embedding on the device
-# (mt-run --device-updates=N), their state resident in device memory; -8kpsu: -8kps with 12
-# layers' there; -8kpa every weight's, the CPU idle but for the epilogue's; -8kpax the same,
-# streamed (--device-update-state=streamed): the updater's crossing rate alone.
+# -32s: the last layers keep them (mtc's auto: as many as an H100 holds); -8kpu, -8kpsu: -8kp
+# and -8kps with the AdamW of the layers mtc's auto picks for an H100 (spread over the step)
+# and the embedding's on the device, their state resident in device memory; -8kpa every
+# weight's, the CPU idle but for the epilogue's; -8kpax the same, streamed
+# (--device-update-state=streamed): the updater's crossing rate alone.
 rows=(
   "3.8b-8 perf-3.8b-8 4b 8 gpu,fsdpf"
   "3.8b-8p perf-3.8b-8p 4b 8 -"
@@ -39,8 +39,8 @@ rows=(
   "3.8b-8kp perf-3.8b-8kp 4b 8 -"
   "3.8b-8s perf-3.8b-8s 4b 8 -"
   "3.8b-8kps perf-3.8b-8kps 4b 8 -"
-  "3.8b-8kpu perf-3.8b-8kp 4b 8 - --device-updates=8"
-  "3.8b-8kpsu perf-3.8b-8kps 4b 8 - --device-updates=12"
+  "3.8b-8kpu perf-3.8b-8kpu 4b 8 -"
+  "3.8b-8kpsu perf-3.8b-8kpsu 4b 8 -"
   "3.8b-8kpa perf-3.8b-8kp 4b 8 - --device-updates"
   "3.8b-8kpax perf-3.8b-8kp 4b 8 - --device-updates --device-update-state=streamed"
   "3.8b-32 perf-3.8b-32 4b 32 gpu"
@@ -53,7 +53,8 @@ rows=(
   "32bl-8kp perf-32bl-8kp 32bl 8 -"
   "32bl-8s perf-32bl-8s 32bl 8 -"
   "32bl-8kps perf-32bl-8kps 32bl 8 -"
-  "32bl-8kpu perf-32bl-8kp 32bl 8 - --device-updates=2"
+  "32bl-8kpu perf-32bl-8kpu 32bl 8 -"
+  "32bl-8kpsu perf-32bl-8kpsu 32bl 8 -"
   "32bl-32 perf-32bl-32 32bl 32 -"
   "32bl-32s perf-32bl-32s 32bl 32 -"
   "120bl-8 perf-120bl-8 120bl 8 gpu"
@@ -64,7 +65,8 @@ rows=(
   "120bl-8kp perf-120bl-8kp 120bl 8 -"
   "120bl-8s perf-120bl-8s 120bl 8 -"
   "120bl-8kps perf-120bl-8kps 120bl 8 -"
-  "120bl-8kpu perf-120bl-8kp 120bl 8 - --device-updates=1"
+  "120bl-8kpu perf-120bl-8kpu 120bl 8 -"
+  "120bl-8kpsu perf-120bl-8kpsu 120bl 8 -"
   "120bl-32 perf-120bl-32 120bl 32 -"
   "120bl-32s perf-120bl-32s 120bl 32 -"
 )

@@ -235,10 +235,16 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
       mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
         --gradient-ring=$ring -o "$out/perf-$name-8k$([[ $ring == device ]] && echo p).mtp"
     done
-    # Updates on the device (every weight persistent, gradients pulled): the count the cost
-    # model picks (device-bench's -8kpu rows ask mt-run for some on -8kp).
-    mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
-      --gradient-ring=device --device-updates=auto --summary | grep -E '^(updates|per step)'
+    # Updates on the device (every weight persistent, gradients pulled), their state resident
+    # in device memory: the count the cost model picks for an H100, recomputing (-8kpu) and
+    # every layer saving its activations (-8kpsu).
+    for saved in 0 $layers; do
+      flags=(--input-shape input_ids:8x2048 --saved-layers $saved --persistent-layers $layers
+        --gradient-ring=device --device-updates=auto --target h100)
+      mtc "$out/perf-$name.onnx" "${flags[@]}" --summary | grep -E '^(updates|per step)'
+      mtc "$out/perf-$name.onnx" "${flags[@]}" \
+        -o "$out/perf-$name-8kp$([[ $saved == 0 ]] || echo s)u.mtp"
+    done
     # Every layer keeping the activations its backward reads (mtc --saved-layers) in place of
     # recomputing its forward there: a quarter of the products less, at a layer's activations
     # each on the device; streamed, and persistent with pulled gradients.
