@@ -364,7 +364,8 @@ def FitStepPass : Pass<"mt-fit-step", "mlir::ModuleOp"> {
 
     `device-updates` N: the AdamW of N layers spread over the step and of the prologue's
     parameters runs on the device (mt-run --device-updates, which the plan's count sets by
-    default): their low halves and moments cross in and back, 20 bytes a parameter through
+    default): their low halves and moments stay in device memory where the room beside the
+    plan's peak and the ring holds them, else cross in and back, 20 bytes a parameter through
     the host's memory where the host's update moves 34, and the host updates the rest
     meanwhile. It needs every
     weight persistent (persistent-layers at least the layer count) and the gradients in a

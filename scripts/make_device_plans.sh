@@ -90,12 +90,13 @@ mtc "$root/examples/tiny-gpt/model.onnx" --input-shape input_ids:8x64 -o "$out/d
 mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --summary
 mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 -o "$out/llama-1b.mtp"
 # Its gradients landing in host memory and pulled from a device ring, for the suite to compare;
-# and with every weight persistent on the device across steps, each way.
+# and with every weight persistent on the device across steps, each way, every update on the
+# host unless mt-run --device-updates asks (the suite compares the two).
 for ring in host device; do
   mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --gradient-ring=$ring \
     -o "$out/llama-1b-ring-$ring.mtp"
   mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --gradient-ring=$ring \
-    --persistent-layers=20 -o "$out/llama-1b-persistent-$ring.mtp"
+    --persistent-layers=20 --device-updates=0 -o "$out/llama-1b-persistent-$ring.mtp"
 done
 # Every layer keeping the activations its backward reads, in place of recomputing its forward.
 mtc "$out/llama-1b.onnx" --input-shape input_ids:4x1024 --gradient-ring=host --saved-layers=20 \
@@ -149,8 +150,8 @@ if [[ "${WITH_9B:-0}" == 1 ]]; then
     mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source --summary -o - >"$out/bench-$name.summary"
     mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 --stream-weights=$source -o "$out/bench-$name.mtp"
     # The 9.2B step with every weight persistent and the gradients pulled, and updates on the
-    # device where mtc's auto picks any (none on the built-in profiles): the host's AdamW
-    # bounds the step above.
+    # device as many as mtc's auto picks, their state resident where the device has room: the
+    # host's AdamW bounds the step above.
     [[ $name == 9b ]] && mtc "$out/bench-$name.onnx" --input-shape input_ids:8x2048 \
       --persistent-layers $layers --gradient-ring=device --device-updates=auto \
       -o "$out/bench-$name-u.mtp"
@@ -228,12 +229,14 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --gradient-ring=device \
       -o "$out/perf-$name-8p.mtp"
     # Every weight persistent on the device across steps (each update's bf16 copy sent to
-    # it a piece at a time as the update writes it), gradients landed and pulled.
+    # it a piece at a time as the update writes it), gradients landed and pulled, every
+    # update on the host (mtc's auto would put some on the device: the -8kpu rows).
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
       --summary | grep -E '^(device|per step)'
     for ring in host device; do
       mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --persistent-layers $layers \
-        --gradient-ring=$ring -o "$out/perf-$name-8k$([[ $ring == device ]] && echo p).mtp"
+        --gradient-ring=$ring --device-updates=0 \
+        -o "$out/perf-$name-8k$([[ $ring == device ]] && echo p).mtp"
     done
     # Updates on the device (every weight persistent, gradients pulled), their state resident
     # in device memory: the count the cost model picks for an H100, recomputing (-8kpu) and
@@ -253,7 +256,8 @@ if [[ "${WITH_PERF:-0}" == 1 ]]; then
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --saved-layers $layers \
       -o "$out/perf-$name-8s.mtp"
     mtc "$out/perf-$name.onnx" --input-shape input_ids:8x2048 --saved-layers $layers \
-      --persistent-layers $layers --gradient-ring=device -o "$out/perf-$name-8kps.mtp"
+      --persistent-layers $layers --gradient-ring=device --device-updates=0 \
+      -o "$out/perf-$name-8kps.mtp"
     # At 32 sequences (four layer-major micro-batches) a saving layer keeps four micro-batches'
     # activations: as many layers save as an H100's memory leaves room for (mtc's auto for
     # the built-in H100 profile, so that the row runs on either card).

@@ -123,12 +123,13 @@ llvm::cl::opt<std::string> deviceUpdates(
     "device-updates",
     llvm::cl::desc("N layers spread over the step, and the embedding, update "
                    "on the device by default (mt-run --device-updates): their low halves and "
-                   "moments cross in and back, 20 bytes a parameter through the host's memory "
-                   "where the host's AdamW moves 34, while the host updates the rest. Needs "
-                   "--persistent-layers at least the layer count and --gradient-ring=device; "
-                   "auto: the count the cost model predicts the fastest step for, where at "
-                   "least 2% faster than none (default 0: none)"),
-    llvm::cl::init("0"), llvm::cl::cat(category));
+                   "moments stay in device memory where it has room, else cross in and back "
+                   "(20 bytes a parameter through the host's memory where the host's AdamW "
+                   "moves 34), while the host updates the rest. Needs --persistent-layers at "
+                   "least the layer count and --gradient-ring=device; auto (the default): the "
+                   "count the cost model predicts the fastest step for, where at least 2% "
+                   "faster than none (none where the step cannot); 0: none"),
+    llvm::cl::init("auto"), llvm::cl::cat(category));
 
 llvm::cl::opt<int64_t> persistentLayers(
     "persistent-layers",
