@@ -17,11 +17,13 @@ namespace mt::cuda {
 
 namespace {
 int64_t chunksOf(int64_t count) { return (count + kAdamWNormChunk - 1) / kAdamWNormChunk; }
-/// Elements a piece: kUpdatePiece, or the largest parameter's count, rounded up to 64 so that
-/// every array of the staging buffers (2- and 4-byte elements) starts 128-byte aligned.
-int64_t pieceFor(int64_t largest) { return (std::min(kUpdatePiece, largest) + 63) / 64 * 64; }
-/// A resident parameter's elements as laid out: each array 128-byte aligned, as a piece's.
-int64_t residentSpan(int64_t count) { return (count + 63) / 64 * 64; }
+/// Elements as laid out on the device, rounded up to 64 so that each array of a piece's or a
+/// resident parameter's state (2- and 4-byte elements) starts 128-byte aligned.
+int64_t spanOf(int64_t count) { return (count + 63) / 64 * 64; }
+/// Elements a piece: kUpdatePiece, or the largest streamed parameter's count.
+int64_t pieceFor(int64_t largest) { return spanOf(std::min(kUpdatePiece, largest)); }
+/// The two pieces in flight.
+int64_t stagingBytes(int64_t piece) { return 2 * piece * kDeviceUpdateBytes; }
 } // namespace
 
 DeviceUpdater::StateParts::StateParts(const ParameterState &parameter, char *base, int64_t span,
@@ -41,7 +43,7 @@ void DeviceUpdater::StateParts::cross(const PinnedMemory &pinned, int64_t n, cud
 
 DeviceUpdater::StateParts DeviceUpdater::residentParts(int p) const {
   const ParameterState &parameter = state.parameters[p];
-  return StateParts(parameter, residentState[p].data(), residentSpan(parameter.count), 0);
+  return StateParts(parameter, residentState[p].data(), spanOf(parameter.count), 0);
 }
 
 void DeviceUpdater::FreePinned::operator()(double *host) const { cudaFreeHost(host); }
@@ -53,7 +55,7 @@ int64_t DeviceUpdater::deviceBytesFor(const HostState &state, const std::vector<
     largest = std::max(largest, state.parameters[p].count);
   }
   // Per piece in flight: low halves, first and second moments.
-  return chunks * static_cast<int64_t>(sizeof(double)) + 2 * pieceFor(largest) * kDeviceUpdateBytes;
+  return chunks * static_cast<int64_t>(sizeof(double)) + stagingBytes(pieceFor(largest));
 }
 
 DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &parameters,
@@ -68,7 +70,7 @@ DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &par
       throw std::logic_error("the device updates whole split masters only");
     at[p] = chunks;
     chunks += chunksOf(parameter.count);
-    const int64_t stateBytes = residentSpan(parameter.count) * kDeviceUpdateBytes;
+    const int64_t stateBytes = spanOf(parameter.count) * kDeviceUpdateBytes;
     if (stateBytes <= residentBytes) {
       residentState[p] = DeviceAllocation::create(stateBytes);
       residentBytes -= stateBytes;
@@ -82,8 +84,8 @@ DeviceUpdater::DeviceUpdater(const HostState &state, const std::vector<int> &par
   squaresOnDevice = DeviceAllocation::create(chunks * sizeof(double));
   if (largest > 0) { // a parameter streams
     piece = pieceFor(largest);
-    bytes += 2 * piece * kDeviceUpdateBytes;
-    staging = DeviceAllocation::create(2 * piece * kDeviceUpdateBytes);
+    bytes += stagingBytes(piece);
+    staging = DeviceAllocation::create(stagingBytes(piece));
   }
   double *host = nullptr;
   MT_CUDA_CHECK(cudaMallocHost(&host, std::max<int64_t>(chunks, 1) * sizeof(double)));

@@ -64,8 +64,8 @@ struct ExecutorOptions {
   AttentionKernels attention = AttentionKernels::Cudnn;
   /// AdamW of each persistent weight whose gradient waits in the device's ring runs on the
   /// device (updateOnDevice, a DeviceUpdater beside the plan's memory): its low halves and
-  /// moments cross in and back, its high halves are its device copies' (the host's brought
-  /// over by settleUpdates).
+  /// moments stay there or cross in and back (residentUpdateState), its high halves are its
+  /// device copies' (the host's brought over by settleUpdates).
   /// Those of `deviceUpdateLayers` layer blocks spread over the step's read order
   /// (updatesLayerOnDevice), and the parameters read before any block (0: none): the device's
   /// updates then run beside the host's from the backward's first landings.

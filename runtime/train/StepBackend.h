@@ -51,8 +51,9 @@ struct BackendSettings {
   AttentionKernels attention = AttentionKernels::Cudnn;
   /// cuda: AdamW of the weights the plan keeps on the device across steps runs on the device,
   /// from gradients that wait there (mt-run --device-updates): their low halves and moments
-  /// cross in and back, 20 bytes a parameter through the host's memory instead of the host's
-  /// 34 (the high halves are the device's copy, brought back when settled). Those of
+  /// stay in device memory, or cross in and back, 20 bytes a parameter through the host's
+  /// memory instead of the host's 34 (residentUpdateState; the high halves are the device's
+  /// copy, brought back when settled). Those of
   /// `deviceUpdateLayers` layers spread over the step, and the parameters it reads before any
   /// layer (0: none).
   int deviceUpdateLayers = 0;
